@@ -1,0 +1,48 @@
+# rnnlab: the two commands a new reader or CI needs.
+#   make book   set up .venv if needed, execute every notebook, build _build/html (warnings are errors)
+#   make test   set up .venv if needed, run the whole test suite
+# Set-up installs the pinned CPU torch wheel first (it lies on disk on the project's machines; elsewhere
+# override it, e.g. `make test TORCH=torch`), then rnnlab with its book, test and cuda extras.
+
+PYTHON ?= python3
+VENV   ?= .venv
+TORCH  ?= torch==2.13.0
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.rnnlab-installed
+PIP    := $(PY) -m pip --disable-pip-version-check -q
+
+.PHONY: env book test test-unit test-cudasim test-notebooks bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PIP) install "$(TORCH)"
+	$(PIP) install -e ".[book,test,cuda]"
+	@touch $(STAMP)
+
+env: $(STAMP)
+
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . -W -n --keep-going
+	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
+
+test: test-unit test-cudasim test-notebooks
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests --ignore=tests/cudasim
+
+# The CUDA kernels, run by numba's CUDA simulator in a process of their own.
+test-cudasim: $(STAMP)
+	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests/cudasim
+
+# Every chapter re-executed; cells marked NBVAL_CHECK_OUTPUT must reproduce their stored output.
+test-notebooks: $(STAMP)
+	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
+		-p no:cacheprovider book
+
+bench: $(STAMP)
+	$(PY) -m rnnlab.bench scan
+
+clean:
+	rm -rf _build .pytest_cache

@@ -1,0 +1,127 @@
+"""Maintenance of the book's notebooks: the shared first cell.
+
+The repository URL is written once, in ``_config.yml`` (``repository.url``).
+The first code cell of every notebook installs rnnlab from that URL when it is
+missing (on Colab). After changing the URL in a fork, run::
+
+    python -m rnnlab.book sync-setup      # rewrite the first cell of every notebook
+    python -m rnnlab.book check           # what the test suite checks
+
+``check`` also verifies that every notebook is listed in ``_toc.yml`` and is
+stored executed.
+"""
+import argparse
+import json
+import pathlib
+import re
+import sys
+
+SETUP_MARKER = "# rnnlab setup"
+
+SETUP_TEMPLATE = '''{marker}: works locally, on Colab (installs rnnlab) and on a GPU runtime.
+try:
+    import rnnlab
+except ImportError:
+    %pip install -q "rnnlab @ git+{url}"
+    import rnnlab
+device = rnnlab.setup_notebook(seed=0)'''
+
+
+def repository_url(root="."):
+    """``repository.url`` from ``_config.yml`` (read without a YAML dependency)."""
+    text = (pathlib.Path(root) / "_config.yml").read_text()
+    block = re.search(r"^repository:\s*\n((?:[ \t]+.*\n?)+)", text, re.M)
+    if block:
+        m = re.search(r"^\s+url:\s*(\S+)", block.group(1), re.M)
+        if m:
+            return m.group(1).strip("'\"")
+    raise ValueError("_config.yml has no repository.url")
+
+
+def setup_cell_source(url):
+    """The exact source of the first code cell of every notebook."""
+    return SETUP_TEMPLATE.format(marker=SETUP_MARKER, url=url)
+
+
+def notebooks(root="."):
+    """Every notebook of the book, sorted."""
+    root = pathlib.Path(root)
+    return sorted(p for p in (root / "book").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
+def _first_code_cell(nb):
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            return cell
+    return None
+
+
+def sync_setup(root="."):
+    """Rewrite the first code cell of every notebook from ``_config.yml``; return the files changed."""
+    source = setup_cell_source(repository_url(root))
+    changed = []
+    for path in notebooks(root):
+        nb = json.loads(path.read_text())
+        cell = _first_code_cell(nb)
+        if cell is None or "".join(cell["source"]) == source:
+            continue
+        if not "".join(cell["source"]).startswith(SETUP_MARKER):
+            raise ValueError(f"{path}: the first code cell is not the rnnlab setup cell")
+        cell["source"] = source.splitlines(keepends=True)
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+        changed.append(path)
+    return changed
+
+
+def toc_files(root="."):
+    """The files named in ``_toc.yml`` (without suffix)."""
+    text = (pathlib.Path(root) / "_toc.yml").read_text()
+    return set(re.findall(r"(?:file|root):\s*(\S+)", text))
+
+
+def check(root="."):
+    """Problems with the book's notebooks, one string each (empty when all is well)."""
+    root = pathlib.Path(root)
+    source = setup_cell_source(repository_url(root))
+    listed = toc_files(root)
+    problems = []
+    for path in notebooks(root):
+        rel = path.relative_to(root)
+        nb = json.loads(path.read_text())
+        cell = _first_code_cell(nb)
+        if cell is None or "".join(cell["source"]) != source:
+            problems.append(f"{rel}: first code cell is not the setup cell (run python -m rnnlab.book sync-setup)")
+        if str(rel.with_suffix("")) not in listed:
+            problems.append(f"{rel}: not listed in _toc.yml")
+        for n, c in enumerate(nb["cells"], 1):
+            if c["cell_type"] != "code":
+                continue
+            src = "".join(c["source"])
+            if c is not cell and ("%pip" in src or "pip install" in src):
+                problems.append(f"{rel}: cell {n} installs packages; only the setup cell may")
+            if src.strip() and c.get("execution_count") is None:
+                problems.append(f"{rel}: cell {n} is not executed")
+            for out in c.get("outputs", []):
+                if out.get("output_type") == "error":
+                    problems.append(f"{rel}: cell {n} stores an error ({out.get('ename')})")
+    return problems
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m rnnlab.book", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["sync-setup", "check"])
+    parser.add_argument("--root", default=".", help="repository root (where _config.yml is)")
+    args = parser.parse_args(argv)
+    if args.command == "sync-setup":
+        for path in sync_setup(args.root):
+            print(f"rewrote {path}")
+        return 0
+    problems = check(args.root)
+    for p in problems:
+        print(p)
+    print(f"{len(notebooks(args.root))} notebooks checked, {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

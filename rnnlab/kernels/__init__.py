@@ -1,0 +1,9 @@
+"""Numba kernels, one recurrence per operation, each with a torch reference.
+
+This package is the only home of numba code in rnnlab; models call the ops
+exported here and never import numba themselves.
+"""
+from .scan import linear_scan, cuda_simulator_enabled
+from .scan_torch import linear_scan_ref
+
+__all__ = ["linear_scan", "linear_scan_ref", "cuda_simulator_enabled"]
