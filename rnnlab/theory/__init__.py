@@ -1,0 +1,54 @@
+"""Numerics of the papers' theory: contraction certificates, assemblies, simulation.
+
+Kozachkov, Ennis, Slotine, "RNNs of RNNs" (NeurIPS 2022): one function per
+theorem (:mod:`.contraction`), feedback and hierarchical combinations and the
+module constructors (:mod:`.assembly`), and the empirical check that confronts
+every certificate with simulation (:mod:`.simulation`).
+"""
+from .activations import ACTIVATIONS, Activation, get_activation
+from .assembly import (
+    block_diag_metric,
+    block_mask,
+    certify_assembly,
+    certify_combo_net,
+    certify_hierarchy,
+    feedback_matrix,
+    lyapunov_metric,
+    metzler_diagonal_metric,
+    sample_theorem1_module,
+    sample_theorem1_modules,
+    skew_residual,
+    sparse_combo_net_naive_num_params,
+    sparse_combo_net_num_params,
+    svd_module,
+    svd_module_weight,
+    theorem1_acceptance,
+    theorem1_module_metric,
+)
+from .contraction import (
+    Certificate,
+    certify_continuous,
+    certify_discrete,
+    certify_theorem1,
+    certify_theorem2,
+    certify_theorem3,
+    certify_theorem4,
+    certify_theorem5,
+    certify_theorem6,
+    contraction_rate_continuous,
+    contraction_rate_discrete,
+    find_common_metric,
+    jacobian,
+    metric_jacobian_sym,
+    rate_in_metric,
+    slope_vertices,
+    sym,
+    theorem1_counterexample,
+    theorem7_counterexample,
+    theorem7_critical_c,
+    theorem7_critical_eps,
+)
+from .simulation import EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, simulate
+
+__all__ = [name for name in dir() if not name.startswith("_") and name not in {
+    "activations", "assembly", "contraction", "simulation"}]

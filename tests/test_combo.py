@@ -1,0 +1,112 @@
+"""Sparse Combo Net and SVD Combo Net: construction-time certificates, shapes, counts."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import rnnlab.theory as th
+from rnnlab.models import SparseComboNet, SVDComboNet
+
+
+def _sparse(**kw):
+    kw.setdefault("density", 0.5)
+    kw.setdefault("scalar", 1.0)
+    kw.setdefault("seed", 0)
+    return SparseComboNet(3, [6, 6, 6], 5, **kw)
+
+
+def test_sparse_combo_net_parameter_count_is_the_D31_formula():
+    net = _sparse()
+    assert sum(p.numel() for p in net.parameters()) == th.sparse_combo_net_num_params(3, 6, 3, 5)
+    assert all(not b.requires_grad for b in net.buffers())
+
+
+def test_sparse_combo_net_is_verified_at_construction():
+    net = _sparse()
+    info = net.certificate
+    assert info["holds"] and info["rate"] > 0 and info["skew_residual"] < 1e-12
+    assert 0 < net.acceptance_rate <= 1
+    W = net.weight_hh.double().numpy()
+    for k in range(3):
+        block = W[6 * k:6 * k + 6, 6 * k:6 * k + 6]
+        assert th.certify_theorem1(block).holds
+    assert not W[:6, 6:].any()  # block diagonal
+
+
+@pytest.mark.parametrize("form", ["x", "y"])
+@pytest.mark.parametrize("cls", [SparseComboNet, SVDComboNet])
+def test_certificate_of_the_network_agrees_with_simulation(cls, form):
+    torch.manual_seed(0)
+    kw = dict(density=0.5, scalar=1.0, seed=0) if cls is SparseComboNet else {}
+    net = cls(2, [4, 4], 3, form=form, b_std=0.5, **kw)
+    cert = th.certify_combo_net(net)
+    assert cert.holds and cert.form == form
+    W, L = cert.details["W"], cert.details["L"]
+    M = cert.metric
+    assert np.abs(M @ L + L.T @ M).max() < 1e-12 * np.abs(M @ L).max()
+    assert th.rate_in_metric(W, M, L=L, form=form)[0] >= cert.rate - 1e-9
+    u = np.repeat(np.random.default_rng(0).normal(scale=2, size=(21, 8)), 50, axis=0)[:1000]
+    assert th.check_certificate(cert, W, u=u, T=10.0).agrees
+
+
+def test_forward_shapes_and_state():
+    torch.manual_seed(0)
+    net = _sparse()
+    x = torch.randn(2, 7, 3)
+    y, h = net(x)
+    assert y.shape == (2, 5) and h.shape == (2, 18)
+    net.readout = "all"
+    y, h2 = net(x)
+    assert y.shape == (2, 7, 5) and torch.allclose(h, h2)
+    y0, _ = net(x, h0=torch.zeros(2, 18))
+    assert torch.allclose(y, y0)
+    seq, h3 = SVDComboNet(3, [4, 5])(x)
+    assert seq.shape == (2, 7, 9) and torch.allclose(seq[:, -1], h3)
+
+
+def test_forward_is_the_euler_step_of_equation_2():
+    torch.manual_seed(0)
+    net = SVDComboNet(1, [3, 3], b_std=0.3, alpha=0.2, dtype=torch.float64)
+    x = torch.randn(1, 1, 1, dtype=torch.float64)
+    h0 = torch.randn(1, 6, dtype=torch.float64)
+    seq, h = net(x, h0=h0)
+    W, L = net.recurrent_weight(), net.feedback()
+    u = x[:, 0] @ net.weight_ih.T + net.bias_ih
+    expect = h0 + 0.2 * (-h0 + torch.relu(h0) @ W.T + h0 @ L.T + u)
+    assert torch.allclose(h, expect)
+
+
+def test_gradients_reach_the_trained_parameters():
+    net = SVDComboNet(2, [3, 3], 2)
+    y, _ = net(torch.randn(4, 5, 2))
+    y.sum().backward()
+    for name, p in net.named_parameters():
+        assert p.grad is not None, name
+    # training cannot break the certificate: any parameter values are contracting
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(torch.randn_like(p))
+    assert net.verify_contraction()["holds"]
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="input"):
+        _sparse()(torch.randn(2, 7, 4))
+    with pytest.raises(ValueError, match="hidden_sizes"):
+        SVDComboNet(3, [])
+    with pytest.raises(TypeError, match="hidden_sizes"):
+        SVDComboNet(3, 8)
+    with pytest.raises(ValueError, match="alpha"):
+        SVDComboNet(3, [4], alpha=2.0)
+    with pytest.raises(ValueError, match="form"):
+        SVDComboNet(3, [4], form="z")
+    with pytest.raises(ValueError, match="h0"):
+        SVDComboNet(3, [4])(torch.randn(2, 5, 3), h0=torch.zeros(3, 4))
+
+
+def test_paper_best_settings_warn_about_the_metric():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SparseComboNet(1, [32, 32], 10, density=0.033, scalar=30.0, post_scalar=0.2, seed=0)
+    assert any("condition number" in str(w.message) for w in caught)
