@@ -1,0 +1,51 @@
+"""Command line: ``python -m rnnlab <command> ...`` (also installed as ``rnnlab``).
+
+Commands:
+
+    train <task> [options]    train a model on a task, with a progress bar,
+                              resumable checkpoints and a metrics file
+        copy-memory           the copying-memory experiment (Kaul 2020's LDS)
+
+``python -m rnnlab train copy-memory --help`` lists a task's options. Tasks
+live in :data:`TRAIN_TASKS`: each maps a name to a module with
+``add_arguments(parser)`` and ``main(args)``; adding a task is one entry.
+"""
+import argparse
+import importlib
+import sys
+
+TRAIN_TASKS = {
+    "copy-memory": ("rnnlab.experiments.copy_memory",
+                    "copying memory: remember 10 symbols over T steps (Kaul 2020, Arjovsky et al. 2016)"),
+}
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="python -m rnnlab",
+                                     description="rnnlab: recurrent networks as dynamical systems")
+    commands = parser.add_subparsers(dest="command", metavar="command")
+    commands.required = True
+    train = commands.add_parser("train", help="train a model on a task (resumable)",
+                                description="Train a model on a task, with checkpoints and a metrics file.")
+    tasks = train.add_subparsers(dest="task", metavar="task")
+    tasks.required = True
+    for name, (module, help_text) in TRAIN_TASKS.items():
+        sub = tasks.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module).add_arguments(sub)
+        sub.set_defaults(_module=module)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    if args.command == "train":
+        try:
+            return importlib.import_module(args._module).main(args)
+        except KeyboardInterrupt:
+            print("stopped; run the same command again to resume", file=sys.stderr)
+            return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Experiment configurations behind ``python -m rnnlab train <task>``: one module per task."""

@@ -1,0 +1,4 @@
+"""torch.nn.Modules of the papers the book teaches."""
+from .lds import LDS, count_parameters, parameter_breakdown  # noqa: F401
+from .ldstack import LDStack, LDStackExact  # noqa: F401
+from .combo import SparseComboNet, SVDComboNet  # noqa: F401

@@ -1,0 +1,672 @@
+"""The modal linear dynamical system (LDS) of Kaul, NeurIPS 2020.
+
+A single-input LDS in companion (controllable canonical) form
+
+    s_t = A s_{t-1} + B x_t,      y_t = C s_t + D x_t,
+
+with ``A = companion_matrix(c)`` and ``B = e_1`` is diagonalised by the
+Vandermonde matrix of the eigenvalues λ of A (the roots of the polynomial
+``z^n + c_1 z^{n-1} + ... + c_n``). In modal coordinates ``s = V s'`` the state
+is a diagonal complex recurrence, which :func:`rnnlab.linear_scan` computes:
+
+    s'_t = λ ⊙ s'_{t-1} + B' x_t,      y_t = Re(C' s'_t) + D x_t + bias,
+
+    B' = V⁻¹ e_1,   B'_i = λ_i^{n-1} / ∏_{j≠i} (λ_i − λ_j),      C' = C V.
+
+The model trains λ (through one of the eigenvalue parameterisations below) and
+C' directly; B' is a function of λ, computed with the stable formula
+``log B'_i = −Σ_{j≠i} log(1 − λ_j/λ_i)`` from the author response.
+
+Every parameterisation is a small function here, named after the equation it
+implements, so that the book can show it with ``inspect.getsource``.
+"""
+import math
+from collections import OrderedDict
+
+import torch
+from torch import nn
+
+from ..kernels import linear_scan
+
+__all__ = [
+    "LDS",
+    "companion_matrix",
+    "monic_coefficients",
+    "vandermonde_modes",
+    "modal_input_weights",
+    "modal_input_weights_naive",
+    "modal_output_weights",
+    "unit_modulus_eigenvalues",
+    "log_polar_eigenvalues",
+    "with_conjugates",
+    "uniform_angles",
+    "random_root_eigenvalues",
+    "complex_readout",
+    "log_readout",
+    "count_parameters",
+    "parameter_breakdown",
+    "EIGENVALUE_PARAMETERISATIONS",
+    "INITIALISATIONS",
+    "MULTI_INPUT_MODES",
+    "READOUTS",
+    "INPUT_WEIGHTS",
+]
+
+EIGENVALUE_PARAMETERISATIONS = ("free", "unit")
+INITIALISATIONS = ("uniform", "roots")
+MULTI_INPUT_MODES = ("concat", "average")
+READOUTS = ("complex", "log")
+INPUT_WEIGHTS = ("companion", "ones")
+ALGORITHMS = ("scan", "fft")
+
+
+# ---------------------------------------------------------------------------
+# Companion form and its diagonalisation
+# ---------------------------------------------------------------------------
+
+def companion_matrix(coeffs):
+    """Companion matrix of the monic polynomial ``z^n + c_1 z^{n-1} + ... + c_n``.
+
+    ``coeffs`` holds ``(c_1, ..., c_n)`` in its last dimension (any leading
+    batch dimensions). The matrix has ``−c`` in its first row and ones on its
+    subdiagonal (SciPy's ``scipy.linalg.companion`` convention)::
+
+        A = [[-c_1, -c_2, ..., -c_{n-1}, -c_n],
+             [  1,    0,  ...,    0,       0 ],
+             [  0,    1,  ...,    0,       0 ],
+             ...
+             [  0,    0,  ...,    1,       0 ]]
+
+    With ``B = e_1`` the LDS ``s_t = A s_{t-1} + B x_t`` is a shift register
+    whose first entry obeys ``z_t = −Σ_k c_k z_{t-k} + x_t``. The
+    eigenvalues of A are the roots of the polynomial.
+    """
+    coeffs = torch.as_tensor(coeffs)
+    if coeffs.dim() < 1 or coeffs.shape[-1] < 1:
+        raise ValueError("companion_matrix: coeffs must have at least one coefficient, "
+                         f"got shape {tuple(coeffs.shape)}")
+    n = coeffs.shape[-1]
+    A = torch.zeros(coeffs.shape[:-1] + (n, n), dtype=coeffs.dtype, device=coeffs.device)
+    A[..., 0, :] = -coeffs
+    if n > 1:
+        idx = torch.arange(n - 1, device=coeffs.device)
+        A[..., idx + 1, idx] = 1
+    return A
+
+
+def monic_coefficients(roots):
+    """Coefficients ``(c_1, ..., c_n)`` of ``∏_i (z − λ_i) = z^n + c_1 z^{n-1} + ... + c_n``.
+
+    The inverse of taking the eigenvalues of :func:`companion_matrix`
+    (``numpy.poly`` without the leading 1). ``roots`` has shape ``(n,)``.
+    """
+    roots = torch.as_tensor(roots)
+    if roots.dim() != 1:
+        raise ValueError(f"monic_coefficients: roots must be 1-d, got shape {tuple(roots.shape)}")
+    p = torch.ones(1, dtype=roots.dtype, device=roots.device)
+    for r in roots:
+        # multiply p(z) by (z - r): coefficients in decreasing powers
+        p = torch.cat([p, p.new_zeros(1)]) - r * torch.cat([p.new_zeros(1), p])
+    return p[1:]
+
+
+def vandermonde_modes(lam):
+    """Eigenvectors of the companion matrix: ``V[k, i] = λ_i^{-k}``, k = 0..n-1.
+
+    Column i satisfies ``A v_i = λ_i v_i`` for ``A = companion_matrix(c)`` with
+    roots λ, scaled so that its first entry is 1; so ``A = V diag(λ) V⁻¹``
+    and ``s = V s'`` takes modal coordinates to companion coordinates. Only
+    for small n: the powers under- or overflow for large n (which is why the
+    model never forms V).
+    """
+    lam = torch.as_tensor(lam)
+    n = lam.shape[-1]
+    k = torch.arange(n, device=lam.device, dtype=lam.real.dtype)
+    return torch.pow(lam.unsqueeze(-2), -k.to(lam.dtype).unsqueeze(-1))
+
+
+def modal_input_weights(lam):
+    """Modal input weights ``B' = V⁻¹ e_1`` by the stable formula (the author response).
+
+        log B'_i = −Σ_{j≠i} log(1 − λ_j / λ_i)
+
+    which equals ``B'_i = λ_i^{n-1} / ∏_{j≠i} (λ_i − λ_j)`` without forming
+    high powers of λ or long products. ``lam`` has shape ``(..., n)`` (one
+    companion system per leading index); the result has the same shape.
+    Finite as long as the eigenvalues are distinct and non-zero.
+    """
+    lam = torch.as_tensor(lam)
+    if not lam.is_complex():
+        lam = lam.to(torch.complex128 if lam.dtype == torch.float64 else torch.complex64)
+    n = lam.shape[-1]
+    ratio = lam.unsqueeze(-2) / lam.unsqueeze(-1)  # ratio[..., i, j] = λ_j / λ_i
+    # The diagonal (j = i) is 1 - 1 = 0: add the identity there so that its
+    # log is exactly 0 and its gradient stays finite.
+    eye = torch.eye(n, dtype=lam.dtype, device=lam.device)
+    log_terms = torch.log(1 - ratio + eye)
+    return torch.exp(-log_terms.sum(-1))
+
+
+def modal_input_weights_naive(lam):
+    """``B'_i = λ_i^{n-1} / ∏_{j≠i} (λ_i − λ_j)`` computed as written.
+
+    For comparison with :func:`modal_input_weights`: the power and the product
+    over- or underflow once n is a few dozen (in single precision sooner).
+    """
+    lam = torch.as_tensor(lam)
+    if not lam.is_complex():
+        lam = lam.to(torch.complex128 if lam.dtype == torch.float64 else torch.complex64)
+    n = lam.shape[-1]
+    eye = torch.eye(n, dtype=lam.dtype, device=lam.device)
+    diff = lam.unsqueeze(-1) - lam.unsqueeze(-2) + eye  # diff[..., i, j] = λ_i − λ_j, 1 on the diagonal
+    return torch.pow(lam, n - 1) / diff.prod(-1)
+
+
+def modal_output_weights(C, lam):
+    """Modal read-out ``C' = C V`` of a companion-form read-out ``C`` (shape ``(m, n)``).
+
+    ``y = C s = C V s' = C' s'``; ``C'_{ji} = Σ_k C_{jk} λ_i^{-k}``. Small n only
+    (it forms V). The model trains C' directly instead.
+    """
+    V = vandermonde_modes(lam)
+    C = torch.as_tensor(C).to(V.dtype)
+    return C @ V
+
+
+# ---------------------------------------------------------------------------
+# Eigenvalue parameterisations and initialisations
+# ---------------------------------------------------------------------------
+
+def unit_modulus_eigenvalues(theta):
+    """Unit-modulus eigenvalues: ``ln λ = iθ``, i.e. ``λ = e^{iθ}`` (|λ| = 1).
+
+    Only the angles θ are trained (the author response's long-memory
+    parameterisation): the state neither decays nor explodes.
+    """
+    return torch.polar(torch.ones_like(theta), theta)
+
+
+def log_polar_eigenvalues(log_r, theta):
+    """Free eigenvalues in log-polar form: ``ln λ = ln r + iθ``, i.e. ``λ = r e^{iθ}``.
+
+    Both ``ln r`` and θ are trained; nothing keeps |λ| ≤ 1.
+    """
+    return torch.polar(torch.exp(log_r), theta)
+
+
+def with_conjugates(lam_half):
+    """A real system's spectrum from one of each conjugate pair: ``[λ, conj(λ)]``.
+
+    Concatenates along the last dimension, so n/2 parameters give n
+    eigenvalues closed under conjugation (the companion polynomial is real).
+    """
+    return torch.cat([lam_half, lam_half.conj()], dim=-1)
+
+
+def uniform_angles(shape, generator=None, low=-2 * math.pi, high=2 * math.pi, dtype=torch.float32):
+    """Angles θ drawn uniformly from ``[low, high]``, by default ``[−2π, 2π]`` (the response's init)."""
+    u = torch.rand(shape, generator=generator, dtype=torch.float64)
+    return (low + (high - low) * u).to(dtype)
+
+
+def random_root_eigenvalues(n, num_systems=1, *, generator=None, max_radius=1.0, upper_half=False):
+    """Eigenvalues as roots of monic polynomials with random coefficients.
+
+    For each system: the eigenvalues of ``companion_matrix(c)`` with
+    ``c_k ~ N(0, 1) / n`` (the author response's initialisation; the scale
+    1/n follows the public code), then pulled radially into the disc of
+    radius ``max_radius`` (``λ / max(1, |λ|/max_radius)``; None leaves them).
+
+    Returns complex128 of shape ``(num_systems, n)``. With ``upper_half=True``
+    it returns ``n`` roots with positive imaginary part instead, one of each
+    conjugate pair (for :func:`with_conjugates`), drawing further polynomials
+    of degree 2n while real roots leave too few.
+    """
+    if n < 1:
+        raise ValueError(f"random_root_eigenvalues: n must be >= 1, got {n}")
+    out = []
+    for _ in range(num_systems):
+        if not upper_half:
+            c = torch.randn(n, generator=generator, dtype=torch.float64) / n
+            lam = torch.linalg.eigvals(companion_matrix(c))
+        else:
+            found = []
+            while len(found) < n:
+                c = torch.randn(2 * n, generator=generator, dtype=torch.float64) / (2 * n)
+                roots = torch.linalg.eigvals(companion_matrix(c))
+                found.extend(roots[roots.imag > 1e-9].tolist())
+            lam = torch.tensor(found[:n], dtype=torch.complex128)
+        if max_radius is not None:
+            lam = lam / torch.clamp(lam.abs() / max_radius, min=1.0)
+        out.append(lam)
+    return torch.stack(out)
+
+
+# ---------------------------------------------------------------------------
+# Read-out parameterisations
+# ---------------------------------------------------------------------------
+
+def complex_readout(C_re, C_im):
+    """Modal read-out trained directly: ``C' = C_re + i C_im``."""
+    return torch.complex(C_re, C_im)
+
+
+def log_readout(logC_re, logC_im):
+    """Modal read-out trained in log space: ``C' = exp(ln|C'| + i arg C')`` (the public code's choice)."""
+    return torch.polar(torch.exp(logC_re), logC_im)
+
+
+# ---------------------------------------------------------------------------
+# Parameter counting
+# ---------------------------------------------------------------------------
+
+def parameter_breakdown(module, trainable_only=True):
+    """Ordered ``{name: number of real scalars}`` of a module's parameters.
+
+    A complex parameter counts twice (real and imaginary part). Frozen
+    parameters and buffers are left out when ``trainable_only``.
+    """
+    out = OrderedDict()
+    for name, p in module.named_parameters():
+        if trainable_only and not p.requires_grad:
+            continue
+        out[name] = p.numel() * (2 if p.is_complex() else 1)
+    return out
+
+
+def count_parameters(module, trainable_only=True):
+    """Number of trainable real scalars (complex parameters count twice)."""
+    return sum(parameter_breakdown(module, trainable_only).values())
+
+
+# ---------------------------------------------------------------------------
+# The layer
+# ---------------------------------------------------------------------------
+
+def _check_int(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+class LDS(nn.Module):
+    r"""Diagonal (modal, complex) linear dynamical system, run by :func:`rnnlab.linear_scan`.
+
+    .. math::
+
+        s'_t = λ ⊙ s'_{t-1} + B' u_t, \qquad y_t = \mathrm{Re}(C' s'_t) / k + D x_t + \text{bias}
+
+    ``hidden_size`` N complex modes are split into k blocks of N/k modes; each
+    block is one single-input LDS in companion form (so B' is computed per
+    block from that block's eigenvalues) driven by one scalar input channel
+    ``u_t[j]``. How the d inputs become k channels (``multi_input``):
+
+    - ``"concat"``: k = d, one single-input LDS per input channel, outputs
+      summed (the concatenation of their states is read out). With
+      ``mix_inputs=True`` the inputs first pass through a trained d×d matrix
+      E, ``u = E x`` (the public code's perturbed Luenberger form).
+    - ``"average"``: k = ``num_projections`` single-input LDS fed a fixed
+      random projection ``u = R x`` (R: k×d, entries N(0, 1/d)), outputs
+      averaged (the 1/k above; 1 for ``"concat"``).
+
+    Parameters
+    ----------
+    input_size, hidden_size, output_size : int
+        d, N (total number of complex modes, all blocks together) and m.
+    eigenvalues : ``"free"`` or ``"unit"``
+        :func:`log_polar_eigenvalues` (train ln r and θ) or
+        :func:`unit_modulus_eigenvalues` (train θ only).
+    init : ``"uniform"``, ``"roots"`` or None
+        ``"uniform"``: θ uniform in [−2π, 2π] with |λ| = 1;
+        ``"roots"``: :func:`random_root_eigenvalues` (for ``"unit"`` only
+        their angles are kept, and only complex roots are used, since real
+        ones would all land on ±1). None: ``"uniform"`` for ``"unit"``,
+        ``"roots"`` for ``"free"``.
+    conjugate_pairs : bool
+        Train one eigenvalue of each conjugate pair (:func:`with_conjugates`),
+        so each block is a real companion system; halves the eigenvalue
+        parameters. Needs N/k even.
+    multi_input : ``"concat"`` or ``"average"``; num_projections : int
+        See above. ``num_projections`` (default d) is for ``"average"``.
+    mix_inputs : bool
+        ``"concat"`` only: train the d×d input mixing matrix E.
+    input_weights : ``"companion"`` or ``"ones"``
+        B' by :func:`modal_input_weights` (default), or B' = 1.
+    readout : ``"complex"`` or ``"log"``
+        :func:`complex_readout` or :func:`log_readout` for C' (2·N·m reals).
+    use_D, bias : bool
+        Train the feed-through D (m×d) and the output bias (m).
+    batch_first : bool
+        Layout of x and y: ``(B, T, ·)`` if True, else ``(T, B, ·)``.
+    backend : str
+        Passed to :func:`rnnlab.linear_scan` (``"auto"``: the fast kernel).
+    algorithm : ``"scan"`` or ``"fft"``
+        How :meth:`forward` computes the outputs. ``"scan"`` (the default):
+        the modal states by :func:`rnnlab.linear_scan`, then the read-out.
+        ``"fft"``: the same outputs as a convolution of the inputs with the
+        impulse response ``K_t = Re(C' diag(λ^t) B')`` (:meth:`impulse_response`),
+        by FFT, never forming the ``(B, T, N)`` states; much less memory
+        traffic for long sequences on a CPU. Same parameters, same results up
+        to rounding. :meth:`states` always scans.
+    generator : torch.Generator or None
+        Source of randomness for the initialisation (default: torch's global RNG).
+
+    ``forward(x, h0=None)`` returns ``(y, s'_T)``: the outputs ``(B, T, m)``
+    and the final modal state ``(B, N)`` (complex; pass it back as ``h0`` to
+    continue a sequence). :meth:`states` returns every modal state.
+
+    Parameter count (the author response's copying-memory model)
+    -----------------------------------------------------------
+    ``LDS(10, 160, 10, eigenvalues="unit", conjugate_pairs=True,
+    multi_input="concat", mix_inputs=True, readout="log", use_D=False,
+    bias=False)`` has exactly **3380** trained real parameters:
+
+    ======================  =================  =====
+    θ (``theta``)           10 blocks × 8       80
+    C' (``logC_re/_im``)    2 × 160 × 10      3200
+    E (``mix``)             10 × 10            100
+    ======================  =================  =====
+
+    The d = 10 one-hot inputs (blank, 8 symbols, go) drive 10 single-input LDS
+    of 16 modes each, 8 conjugate pairs of unit-modulus eigenvalues; the
+    m = 10 outputs are logits. B' is computed from θ, nothing else is
+    trained. This is the configuration of the public code's copying-memory
+    notebook (``LuenbergerStack(160, 10, 1, unitary_AB_param(),
+    relaxed_log_C_param(), standard_D_param(useD=False))`` on 10-dim inputs).
+    Note that with conjugate pairs only ``C'_i + conj(C'_{i*})`` matters for
+    each pair, so 1600 of the 3200 read-out parameters are redundant. The
+    copying-memory experiment (:func:`rnnlab.experiments.copy_memory.paper_lds`)
+    uses this model with ``input_weights="ones"``, which trains much faster
+    and has the same count.
+    """
+
+    def __init__(self, input_size, hidden_size, output_size, *, eigenvalues="free", init=None,
+                 conjugate_pairs=True, multi_input="concat", num_projections=None, mix_inputs=False,
+                 input_weights="companion", readout="complex", use_D=True, bias=True,
+                 batch_first=True, backend="auto", algorithm="scan", generator=None):
+        super().__init__()
+        _check_int("input_size", input_size)
+        _check_int("hidden_size", hidden_size)
+        _check_int("output_size", output_size)
+        _check_choice("eigenvalues", eigenvalues, EIGENVALUE_PARAMETERISATIONS)
+        if init is None:
+            init = "uniform" if eigenvalues == "unit" else "roots"
+        _check_choice("init", init, INITIALISATIONS)
+        _check_choice("multi_input", multi_input, MULTI_INPUT_MODES)
+        _check_choice("input_weights", input_weights, INPUT_WEIGHTS)
+        _check_choice("readout", readout, READOUTS)
+        _check_choice("algorithm", algorithm, ALGORITHMS)
+        if multi_input == "concat":
+            if num_projections is not None and num_projections != input_size:
+                raise ValueError(f"num_projections is for multi_input='average'; with 'concat' there is one "
+                                 f"block per input channel (got num_projections={num_projections}, "
+                                 f"input_size={input_size})")
+            k = input_size
+        else:
+            if mix_inputs:
+                raise ValueError("mix_inputs=True is for multi_input='concat' (the 'average' projection is fixed)")
+            k = input_size if num_projections is None else num_projections
+            _check_int("num_projections", k)
+        if hidden_size % k:
+            raise ValueError(f"hidden_size ({hidden_size}) must be a multiple of the number of blocks k={k} "
+                             f"(input_size for 'concat', num_projections for 'average')")
+        nb = hidden_size // k
+        if conjugate_pairs and nb % 2:
+            raise ValueError(f"conjugate_pairs=True needs an even number of modes per block; "
+                             f"hidden_size/k = {hidden_size}/{k} = {nb}")
+
+        self.input_size, self.hidden_size, self.output_size = input_size, hidden_size, output_size
+        self.num_blocks, self.block_size = k, nb
+        self.eigenvalue_param, self.init_name = eigenvalues, init
+        self.conjugate_pairs = bool(conjugate_pairs)
+        self.multi_input, self.mix_inputs = multi_input, bool(mix_inputs)
+        self.input_weight_mode, self.readout_mode = input_weights, readout
+        self.batch_first, self.backend, self.algorithm = bool(batch_first), backend, algorithm
+
+        g = generator
+        p = nb // 2 if conjugate_pairs else nb
+        dtype = torch.get_default_dtype()
+        if init == "uniform":
+            # θ uniform in [−2π, 2π] (kept as drawn, not reduced mod 2π), |λ| = 1
+            theta0 = uniform_angles((k, p), g, dtype=torch.float64)
+            log_r0 = torch.zeros(k, p, dtype=torch.float64)
+        else:
+            if eigenvalues == "unit" and not conjugate_pairs:
+                # the real roots of a real polynomial would all land on ±1 (repeated eigenvalues,
+                # infinite B'): take the complex roots and their conjugates as independent eigenvalues
+                if nb % 2:
+                    raise ValueError(f"init='roots' with eigenvalues='unit' and conjugate_pairs=False needs an even "
+                                     f"number of modes per block; hidden_size/k = {nb}")
+                lam0 = with_conjugates(random_root_eigenvalues(nb // 2, k, generator=g, upper_half=True))
+            else:
+                lam0 = random_root_eigenvalues(p, k, generator=g, upper_half=conjugate_pairs)
+            theta0, log_r0 = torch.angle(lam0), torch.log(lam0.abs())
+        self.theta = nn.Parameter(theta0.to(dtype))
+        if eigenvalues == "free":
+            self.log_r = nn.Parameter(log_r0.to(dtype))
+        else:
+            self.register_parameter("log_r", None)
+
+        if multi_input == "average":
+            R = torch.randn(k, input_size, generator=g, dtype=torch.float64) / math.sqrt(input_size)
+            self.register_buffer("projection", R.to(dtype))
+            self.register_parameter("mix", None)
+        elif mix_inputs:
+            E = torch.eye(input_size, dtype=torch.float64) + \
+                torch.randn(input_size, input_size, generator=g, dtype=torch.float64) / math.sqrt(input_size)
+            self.mix = nn.Parameter(E.to(dtype))
+            self.register_buffer("projection", None)
+        else:
+            self.register_parameter("mix", None)
+            self.register_buffer("projection", None)
+
+        N, m = hidden_size, output_size
+        if readout == "complex":
+            std = 1.0 / math.sqrt(N)
+            self.C_re = nn.Parameter((torch.randn(N, m, generator=g, dtype=torch.float64) * std).to(dtype))
+            self.C_im = nn.Parameter((torch.randn(N, m, generator=g, dtype=torch.float64) * std).to(dtype))
+        else:
+            # ln C' with C' ~ N(1, 0.01²) as in the public code (relaxed_log_C_param)
+            c0 = (1.0 + 0.01 * torch.randn(N, m, generator=g, dtype=torch.float64)).to(torch.complex128)
+            lc = torch.log(c0)
+            self.logC_re = nn.Parameter(lc.real.to(dtype))
+            self.logC_im = nn.Parameter(lc.imag.to(dtype))
+        if use_D:
+            bound = 1.0 / math.sqrt(input_size)
+            D = (torch.rand(m, input_size, generator=g, dtype=torch.float64) * 2 - 1) * bound
+            self.D = nn.Parameter(D.to(dtype))
+        else:
+            self.register_parameter("D", None)
+        if bias:
+            self.bias = nn.Parameter(torch.zeros(m, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    # -- the quantities of the model, each from its parameterisation ---------
+
+    def block_eigenvalues(self):
+        """λ per block, complex ``(k, N/k)`` (conjugate pairs, if used, in the second half)."""
+        if self.eigenvalue_param == "unit":
+            lam = unit_modulus_eigenvalues(self.theta)
+        else:
+            lam = log_polar_eigenvalues(self.log_r, self.theta)
+        return with_conjugates(lam) if self.conjugate_pairs else lam
+
+    def eigenvalues(self):
+        """All N eigenvalues λ, complex ``(N,)``, block after block."""
+        return self.block_eigenvalues().reshape(-1)
+
+    def input_weights(self):
+        """B', complex ``(N,)``: :func:`modal_input_weights` per block, or ones."""
+        lam = self.block_eigenvalues()
+        if self.input_weight_mode == "ones":
+            return torch.ones_like(lam).reshape(-1)
+        return modal_input_weights(lam).reshape(-1)
+
+    def output_weights(self):
+        """C', complex ``(N, m)``."""
+        if self.readout_mode == "complex":
+            return complex_readout(self.C_re, self.C_im)
+        return log_readout(self.logC_re, self.logC_im)
+
+    def project_inputs(self, x):
+        """The k scalar input channels u ``(B, T, k)``: x, E x or R x."""
+        if self.mix is not None:
+            return x @ self.mix.t()
+        if self.projection is not None:
+            return x @ self.projection.t()
+        return x
+
+    # -- forward ------------------------------------------------------------
+
+    def _check_x(self, x):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{type(self).__name__}: x must be a torch.Tensor, got {type(x).__name__}")
+        if x.dim() != 3 or x.shape[-1] != self.input_size:
+            layout = "(B, T, input_size)" if self.batch_first else "(T, B, input_size)"
+            raise ValueError(f"{type(self).__name__}: x must have shape {layout} with input_size={self.input_size}, "
+                             f"got {tuple(x.shape)}")
+        if x.is_complex() or not x.is_floating_point():
+            raise TypeError(f"{type(self).__name__}: x must be a real floating tensor, got {x.dtype}")
+        x = x if self.batch_first else x.transpose(0, 1)
+        return x.to(self.theta.dtype)
+
+    def _complex_dtype(self):
+        return torch.complex128 if self.theta.dtype == torch.float64 else torch.complex64
+
+    def _check_h0(self, h0, B):
+        if h0 is None:
+            return None
+        if not isinstance(h0, torch.Tensor) or tuple(h0.shape) != (B, self.hidden_size):
+            raise ValueError(f"{type(self).__name__}: h0 must be a tensor of shape (B, hidden_size)="
+                             f"{(B, self.hidden_size)}, got {getattr(h0, 'shape', type(h0).__name__)}")
+        return h0.to(self._complex_dtype())
+
+    def input_matrix(self):
+        """The drive as one real matrix: ``view_as_real(B' u_t) = x_t W_in``, W_in ``(d, 2N)``.
+
+        Block j of B' (the modes of input channel j) sits in row j of a
+        block-diagonal ``(k, 2N)`` matrix (real and imaginary parts
+        interleaved), preceded by E or R when the inputs are mixed or
+        projected. One dense matrix product then makes the whole complex
+        drive without complex temporaries (faster, forward and backward).
+        """
+        k, nb = self.num_blocks, self.block_size
+        Bp = torch.view_as_real(self.input_weights().view(k, nb))  # (k, nb, 2)
+        eye = torch.eye(k, dtype=Bp.dtype, device=Bp.device)
+        W = (eye[:, :, None, None] * Bp[None]).reshape(k, 2 * self.hidden_size)
+        if self.mix is not None:
+            W = self.mix.t() @ W
+        elif self.projection is not None:
+            W = self.projection.t() @ W
+        return W
+
+    def output_matrix(self):
+        """The read-out as one real matrix: ``Re(C' s')/k = view_as_real(s') W_out``, W_out ``(2N, m)``."""
+        C = self.output_weights()
+        W = torch.stack([C.real, -C.imag], dim=1).reshape(2 * self.hidden_size, self.output_size)
+        return W / self.num_blocks if self.multi_input == "average" else W
+
+    def _drive(self, x):
+        """``B' u_t`` for every mode: complex ``(B, T, N)``."""
+        B, T, _ = x.shape
+        b = x @ self.input_matrix()  # (B, T, 2N), contiguous
+        return torch.view_as_complex(b.view(B, T, self.hidden_size, 2))
+
+    def states(self, x, h0=None, alpha=None):
+        """Modal states ``s'_1 .. s'_T`` (complex ``(B, T, N)``, batch first).
+
+        ``alpha`` (real or complex ``(B, T, N)``) scales the transitions,
+        ``s'_t = α_t ⊙ λ ⊙ s'_{t-1} + B' u_t``, as :class:`LDStack` needs;
+        None means α = 1 (a time-invariant LDS).
+        """
+        x = self._check_x(x)
+        h0 = self._check_h0(h0, x.shape[0])
+        lam = self.eigenvalues()
+        a = lam if alpha is None else alpha * lam
+        return self._scan(a, self._drive(x), h0)
+
+    def _scan(self, a, drive, h0):
+        return linear_scan(a, drive, h0, backend=self.backend)
+
+    def readout(self, s, x):
+        """``y = Re(C' s') / k + D x + bias`` for batch-first s and x."""
+        B, T, N = s.shape
+        y = torch.view_as_real(s).reshape(B, T, 2 * N) @ self.output_matrix()
+        if self.D is not None:
+            y = y + x @ self.D.t()
+        if self.bias is not None:
+            y = y + self.bias
+        return y
+
+    def _log_eigenvalues(self):
+        """ln λ per block, complex ``(k, N/k)``, straight from the parameters (no complex log)."""
+        log_r = torch.zeros_like(self.theta) if self.log_r is None else self.log_r
+        log_lam = torch.complex(log_r, self.theta)
+        return with_conjugates(log_lam) if self.conjugate_pairs else log_lam
+
+    def impulse_response(self, T):
+        """Kernel ``K`` ``(k, m, T)`` of the LDS as a convolution: ``K[j, :, τ] = Re(C'_j diag(λ_j^τ) B'_j) / k``.
+
+        ``y_t = Σ_j Σ_{τ=0}^{t-1} K[j, :, τ] u_{t-τ}[j] + D x_t + bias`` (zero
+        initial state), where block j has eigenvalues λ_j, input weights
+        B'_j and read-out C'_j; the 1/k is for ``"average"`` only.
+        """
+        k, nb, m = self.num_blocks, self.block_size, self.output_size
+        tau = torch.arange(T, device=self.theta.device, dtype=self.theta.dtype)
+        powers = torch.exp(self._log_eigenvalues().unsqueeze(-1) * tau)  # (k, nb, T): λ^τ
+        CB = self.output_weights().view(k, nb, m) * self.input_weights().view(k, nb, 1)
+        K = torch.einsum("kim,kit->kmt", CB, powers).real
+        return K / k if self.multi_input == "average" else K
+
+    def _forward_fft(self, x, h0):
+        B, T, _ = x.shape
+        u = self.project_inputs(x)  # (B, T, k)
+        K = self.impulse_response(T)  # (k, m, T)
+        n_fft = 1 << (2 * T - 1).bit_length()
+        U = torch.fft.rfft(u, n=n_fft, dim=1)  # (B, F, k)
+        Kf = torch.fft.rfft(K, n=n_fft, dim=-1)  # (k, m, F)
+        Y = torch.matmul(U.transpose(0, 1), Kf.permute(2, 0, 1)).transpose(0, 1)  # (B, F, m): U_f @ K_f per frequency
+        y = torch.fft.irfft(Y, n=n_fft, dim=1)[:, :T]
+        # final state s'_T = Σ_τ λ^{T-τ} B' u_τ (+ λ^T h0)
+        k, nb = self.num_blocks, self.block_size
+        log_lam = self._log_eigenvalues()
+        tau = torch.arange(T - 1, -1, -1, device=x.device, dtype=x.dtype)
+        powers = torch.exp(log_lam.unsqueeze(-1) * tau)  # (k, nb, T): λ^{T-t} for t = 1..T
+        sT = torch.matmul(u.permute(2, 0, 1).to(powers.dtype), powers.transpose(1, 2))  # (k, B, nb)
+        sT = (sT * self.input_weights().view(k, 1, nb)).transpose(0, 1).reshape(B, self.hidden_size)
+        if h0 is not None:
+            t1 = torch.arange(1, T + 1, device=x.device, dtype=x.dtype)
+            P = torch.exp(log_lam.reshape(-1).unsqueeze(-1) * t1)  # (N, T): λ^t for t = 1..T
+            Q = h0.unsqueeze(-1) * self.output_weights()  # (B, N, m)
+            scale = 1 / k if self.multi_input == "average" else 1
+            y = y + scale * torch.einsum("nt,bnm->btm", P, Q).real
+            sT = sT + h0 * torch.exp(log_lam.reshape(-1) * T)
+        return y, sT
+
+    def forward(self, x, h0=None):
+        if self.algorithm == "fft":
+            xc = self._check_x(x)
+            y, sT = self._forward_fft(xc, self._check_h0(h0, xc.shape[0]))
+            if self.D is not None:
+                y = y + xc @ self.D.t()
+            if self.bias is not None:
+                y = y + self.bias
+        else:
+            s = self.states(x, h0)
+            y, sT = self.readout(s, self._check_x(x)), s[:, -1]
+        if not self.batch_first:
+            y = y.transpose(0, 1)
+        return y, sT
+
+    def extra_repr(self):
+        return (f"{self.input_size}, {self.hidden_size}, {self.output_size}, eigenvalues={self.eigenvalue_param!r}, "
+                f"init={self.init_name!r}, conjugate_pairs={self.conjugate_pairs}, multi_input={self.multi_input!r}, "
+                f"blocks={self.num_blocks}x{self.block_size}, mix_inputs={self.mix_inputs}, "
+                f"input_weights={self.input_weight_mode!r}, readout={self.readout_mode!r}")
