@@ -556,3 +556,70 @@ def test_theorem1_decision_and_metric_agree(seed, n, scale):
         assert np.linalg.eigvalsh(s[:, None] * S * s[None, :]).max() < 0
     else:
         assert np.linalg.eigvals(theorem1_matrix(W)).real.max() >= 0
+
+
+# --------------------------------------------------------------------------- #
+# Theorem 7: the proof's necessary conditions and the (c, eps) map
+# --------------------------------------------------------------------------- #
+def _am_grid():
+    a = np.linspace(0.01, 5, 300)[None, :]
+    m = np.linspace(-3, 3, 301)[:, None]
+    return a, m
+
+
+@pytest.mark.parametrize("c, eps", [(2.0, 0.0), (4.0, 0.5), (2.5, 0.2), (4.0, 0.45)])
+def test_theorem7_necessary_conditions_have_no_solution_at_or_past_the_threshold(c, eps):
+    a, m = _am_grid()
+    for b in (0.5, 1.0, 3.0):
+        cond = th.theorem7_conditions(a, b, m, c, eps)
+        assert not cond["all necessary"].any()
+        assert not cond["all exact"].any()
+
+
+@pytest.mark.parametrize("c, eps", [(1.9, 0.0), (3.9, 0.5), (1.0, 0.3)])
+def test_theorem7_conditions_below_the_threshold(c, eps):
+    a, m = _am_grid()
+    cond = th.theorem7_conditions(a, 1.0, m, c, eps)
+    assert cond["all exact"].any()
+    # necessary conditions: every exact solution meets them
+    assert not (cond["all exact"] & ~cond["all necessary"]).any()
+    # the identity metric works below the threshold
+    assert th.theorem7_conditions(1.0, 1.0, 0.0, c, eps)["all exact"]
+
+
+def test_theorem7_conditions_are_the_appendix_inequalities():
+    r = RNG(11)
+    for a, b, m in r.uniform(-3, 3, (50, 3)):
+        c0 = th.theorem7_conditions(a, b, m, 2.0, 0.0)
+        assert c0["(11)/(17)"] == (2 * m < a)
+        assert c0["(12)/(18)"] == (-2 * m < b)
+        assert c0["(13)/(15)"] == (abs(2 * m - (a + b)) > 2 * abs(b - m))
+        assert c0["(14)/(16)"] == (abs(-2 * m - (a + b)) > 2 * abs(a + m))
+        e = 0.5
+        c1 = th.theorem7_conditions(a, b, m, 4.0, e)
+        assert c1["(13)/(15)"] == (abs(4 * m - a - b - 4 * m * e) > 2 * abs(2 * b - m - 2 * a * e))
+        assert c1["(14)/(16)"] == (abs(4 * m * e - a - b - 4 * m) > 2 * abs(2 * a + m - 2 * b * e))
+        assert c1["(11)/(17)"] == (4 * m - a < 0)
+        assert c1["(12)/(18)"] == (-4 * m - b < 0)
+        # the exact tests agree with the eigenvalues of the matrices of sym_parts
+        X1, X2 = th.theorem7_counterexample(4.0, e)["sym_parts"](a, b, m)
+        assert c1["X1 < 0"] == (np.linalg.eigvalsh(X1).max() < 0)
+        assert c1["X2 < 0"] == (np.linalg.eigvalsh(X2).max() < 0)
+
+
+def test_theorem7_margin_grid_matches_the_identity_metric():
+    cs, epss = np.array([1.0, 1.9, 2.1, 3.0]), np.array([0.0, 0.5])
+    grid = th.theorem7_margin_grid(cs, epss)
+    assert grid.shape == (2, 4)
+    # with trace M = n the identity is optimal: s = 1 - c (1 - eps) / 2
+    assert np.allclose(grid, 1 - cs[None, :] * (1 - epss[:, None]) / 2, atol=1e-4)
+    with pytest.raises(ValueError, match="eps"):
+        th.theorem7_margin_grid(cs, [1.0])
+
+
+def test_theorem7_conditions_boundary_is_not_definite():
+    # c = 1.9, M = [[0.905, -0.05], [-0.05, 1]]: X_1 = [[-1, 1], [1, -1]] is singular; round-off must not
+    # make it negative definite (the trace condition (13) holds with equality there)
+    cond = th.theorem7_conditions(0.905, 1.0, -0.05, 1.9, 0.0)
+    assert not cond["X1 < 0"] and not cond["(13)/(15)"]
+    assert not th.theorem7_conditions(1.0, 1.0, 1.0, 1.0, 0.0)["M > 0"]

@@ -47,6 +47,8 @@ from .contraction import (
     theorem7_counterexample,
     theorem7_critical_c,
     theorem7_critical_eps,
+    theorem7_conditions,
+    theorem7_margin_grid,
 )
 from .simulation import EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, simulate
 

@@ -63,6 +63,8 @@ __all__ = [
     "theorem7_counterexample",
     "theorem7_critical_c",
     "theorem7_critical_eps",
+    "theorem7_conditions",
+    "theorem7_margin_grid",
 ]
 
 _TOL = 1e-7  # LMI margins at or below this count as "no strict solution"
@@ -1042,3 +1044,84 @@ def theorem7_critical_eps(c=4.0, *, tol=1e-5):
         return find_common_metric(W, np.array([[1.0, e], [e, 1.0]])).holds
 
     return _bisect(exists, 0.0, 1.0, tol)
+
+
+def theorem7_conditions(a, b, m, c=2.0, eps=0.0):
+    """The necessary conditions of C.8's proof for a metric ``M = [[a, m], [m, b]]``.
+
+    For ``W = [[0, -c], [c, 0]]``, ``D_1 = diag(1, eps)``, ``D_2 = diag(eps, 1)``
+    the two matrices that must be negative definite are (a direct computation,
+    :func:`theorem7_counterexample`'s ``sym_parts``)::
+
+        X_1 = (M W D_1)_sym - M = [[c m - a,            c (b - a eps)/2 - m],
+                                   [c (b - a eps)/2 - m, -c m eps - b      ]]
+        X_2 = (M W D_2)_sym - M = [[c m eps - a,         c (b eps - a)/2 - m],
+                                   [c (b eps - a)/2 - m, -c m - b          ]]
+
+    C.8 uses two necessary conditions for definiteness of a symmetric matrix
+    ``X``: diagonal entries of the right sign, and ``|x_ii + x_jj| > 2|x_ij|``.
+    With ``(c, eps) = (2, 0)`` they are the appendix's (11)-(14), with
+    ``(4, 0.5)`` its (17), (18), (15), (16). ``a``, ``b``, ``m`` may be arrays
+    (broadcast together); returns a dict of boolean arrays, the necessary
+    conditions first (in the order of the keys below), then their conjunction
+    ``"all necessary"``, then the exact tests:
+
+    - ``"a > 0"``, ``"b > 0"``: diagonal of ``M``;
+    - ``"(11)/(17)"``: ``(X_1)_11 = c m - a < 0``;
+    - ``"(12)/(18)"``: ``(X_2)_22 = -c m - b < 0``;
+    - ``"(13)/(15)"``: ``|tr X_1| > 2 |(X_1)_12|``;
+    - ``"(14)/(16)"``: ``|tr X_2| > 2 |(X_2)_12|``;
+    - ``"M > 0"``, ``"X1 < 0"``, ``"X2 < 0"``: definiteness decided exactly
+      (2x2: sign of a diagonal entry and of the determinant; a determinant
+      within round-off of 0 counts as not definite), and
+      ``"all exact"``, their conjunction: ``M`` is a common metric for both
+      slope patterns.
+
+    The other two diagonal conditions, ``(X_1)_22 < 0`` and ``(X_2)_11 < 0``,
+    follow from these when ``a, b > 0``, which is why C.8 does not list them.
+    """
+    a, b, m = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, m)))
+    c, eps = float(c), float(eps)
+    x1 = (c * m - a, c * (b - a * eps) / 2 - m, -c * m * eps - b)    # (11, 12, 22) entries of X_1
+    x2 = (c * m * eps - a, c * (b * eps - a) / 2 - m, -c * m - b)
+    out = {
+        "a > 0": a > 0,
+        "b > 0": b > 0,
+        "(11)/(17)": x1[0] < 0,
+        "(12)/(18)": x2[2] < 0,
+        "(13)/(15)": np.abs(x1[0] + x1[2]) > 2 * np.abs(x1[1]),
+        "(14)/(16)": np.abs(x2[0] + x2[2]) > 2 * np.abs(x2[1]),
+    }
+    out["all necessary"] = np.logical_and.reduce(list(out.values()))
+
+    def negdef(x):  # boundary cases (determinant 0 up to round-off) count as not definite
+        scale = x[0] ** 2 + x[1] ** 2 + x[2] ** 2
+        return (x[0] < 0) & (x[0] * x[2] - x[1] ** 2 > 1e-12 * scale)
+
+    out["M > 0"] = negdef((-a, -m, -b))
+    out["X1 < 0"] = negdef(x1)
+    out["X2 < 0"] = negdef(x2)
+    out["all exact"] = out["M > 0"] & out["X1 < 0"] & out["X2 < 0"]
+    return out
+
+
+def theorem7_margin_grid(cs, epss):
+    """:func:`find_common_metric`'s margin for ``W = [[0, -c], [c, 0]]`` over a grid of ``(c, eps)``.
+
+    Returns an array of shape ``(len(epss), len(cs))``: entry ``[i, j]`` is the
+    SDP margin ``s`` for ``c = cs[j]`` and slopes ``D_1 = diag(1, eps_i)``,
+    ``D_2 = diag(eps_i, 1)``; a common constant metric exists iff ``s > 0``.
+    One small SDP per point (about 20 ms each): keep the grid coarse.
+    """
+    cs = np.asarray(cs, dtype=float).ravel()
+    epss = np.asarray(epss, dtype=float).ravel()
+    if cs.size == 0 or epss.size == 0:
+        raise ValueError("cs and epss must be non-empty")
+    if np.any(epss < 0) or np.any(epss >= 1):
+        raise ValueError(f"every eps must be in [0, 1), got {epss}")
+    out = np.empty((epss.size, cs.size))
+    for i, e in enumerate(epss):
+        Ds = np.array([[1.0, e], [e, 1.0]])
+        for j, c in enumerate(cs):
+            out[i, j] = find_common_metric(np.array([[0.0, -c], [c, 0.0]]), Ds).margin
+    return out
