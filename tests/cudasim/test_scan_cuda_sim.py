@@ -1,0 +1,116 @@
+"""Both CUDA kernels of ``linear_scan`` (sequential and chunked), run in
+numba's CUDA simulator on CPU tensors and compared with the torch backend.
+
+Run in its own process: ``NUMBA_ENABLE_CUDASIM=1 pytest tests/cudasim -q``.
+In the simulator a block has ``CHUNKS = 4`` time chunks of
+``CHUNK_CHANNELS = 4`` channels, so small shapes already cover several
+channel groups, chunks of unequal length and empty chunks (T < CHUNKS).
+"""
+import pytest
+import torch
+
+from rnnlab.kernels import linear_scan, linear_scan_ref
+from rnnlab.kernels import scan_cuda, scan_torch
+
+DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+TOL = {
+    torch.float32: dict(rtol=1e-4, atol=1e-5),
+    torch.complex64: dict(rtol=1e-4, atol=1e-5),
+    torch.float64: dict(rtol=1e-10, atol=1e-12),
+    torch.complex128: dict(rtol=1e-10, atol=1e-12),
+}
+KERNELS = ["sequential", "chunked"]
+# (B, T, C): T = 7 is not a multiple of the chunk length (2, 2, 2, 1); T = 3 <
+# CHUNKS leaves a chunk empty; C = 5 > CHUNK_CHANNELS gives two channel groups,
+# the second with idle threads; B * C = 10 > SEQUENTIAL_THREADS gives two blocks.
+SHAPES = [(2, 7, 5), (1, 3, 3), (1, 1, 1)]
+
+
+def _make(form, B, T, C, dtype, gen):
+    shape = {"BTC": (B, T, C), "TC": (T, C), "C": (C,)}[form]
+    mag = 0.95 * torch.rand(shape, dtype=torch.float64, generator=gen)
+    if dtype.is_complex:
+        phase = 2 * torch.pi * torch.rand(shape, dtype=torch.float64, generator=gen)
+        a = torch.polar(mag, phase)
+    else:
+        a = mag * torch.where(torch.rand(shape, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
+    b = torch.randn(B, T, C, dtype=torch.float64 if not dtype.is_complex else torch.complex128, generator=gen)
+    h0 = torch.randn(B, C, dtype=b.dtype, generator=gen)
+    g = torch.randn(B, T, C, dtype=b.dtype, generator=gen)
+    return a.to(dtype), b.to(dtype), h0.to(dtype), g.to(dtype)
+
+
+def test_simulator_is_on():
+    assert scan_cuda.cuda is not None
+    assert (scan_cuda.SEQUENTIAL_THREADS, scan_cuda.CHUNKS, scan_cuda.CHUNK_CHANNELS) == (8, 4, 4)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", ["BTC", "TC", "C"])
+def test_forward_and_backward_match_torch(kernel, dtype, form):
+    """Backend functions ``forward``/``backward`` against the torch backend,
+    for every shape, direction and with or without ``h0``."""
+    gen = torch.Generator().manual_seed(0)
+    with scan_cuda.use_kernel(kernel):
+        for B, T, C in SHAPES:
+            a, b, h0_, g = _make(form, B, T, C, dtype, gen)
+            a3 = a.reshape((1,) * (3 - a.dim()) + tuple(a.shape))
+            for reverse in (False, True):
+                for h0 in (None, h0_):
+                    where = f"{(B, T, C)} reverse={reverse} h0={h0 is not None}"
+                    h = scan_cuda.forward(a3, b, h0, reverse)
+                    h_ref = scan_torch.forward(a3, b, h0, reverse)
+                    torch.testing.assert_close(h, h_ref, **TOL[dtype], msg=lambda m: f"h {where}: {m}")
+                    got = scan_cuda.backward(a3, h_ref, g, h0, reverse)
+                    ref = scan_torch.backward(a3, h_ref, g, h0, reverse)
+                    for name, x, y in zip(("G", "grad_a", "grad_h0"), got, ref):
+                        torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("form, reverse, with_h0", [("BTC", False, True), ("C", True, False)])
+def test_gradcheck(kernel, dtype, form, reverse, with_h0):
+    gen = torch.Generator().manual_seed(1)
+    a, b, h0, _ = _make(form, 1, 5, 2, dtype, gen)     # T = 5: chunks of 2, 2, 1 and an empty one
+    inputs = (a.requires_grad_(), b.requires_grad_(), h0.requires_grad_() if with_h0 else None)
+
+    def f(a, b, h0):
+        return linear_scan(a, b, h0, reverse=reverse, backend="cuda")
+
+    with scan_cuda.use_kernel(kernel):
+        assert torch.autograd.gradcheck(f, inputs, fast_mode=True)
+
+
+def test_auto_chooses_chunked_for_long_thin_problems():
+    assert scan_cuda.choose_kernel(1, scan_cuda.CHUNKED_MIN_STEPS, 8) == "chunked"
+    assert scan_cuda.choose_kernel(1, scan_cuda.CHUNKED_MIN_STEPS - 1, 8) == "sequential"
+    assert scan_cuda.choose_kernel(64, 4096, 512) == "sequential"
+    with scan_cuda.use_kernel("sequential"):
+        assert scan_cuda.choose_kernel(1, 4096, 8) == "sequential"
+
+
+def test_linear_scan_through_autograd_auto_kernel():
+    """The public op with backend='cuda' on a long, thin problem (chunked)."""
+    gen = torch.Generator().manual_seed(2)
+    T = scan_cuda.CHUNKED_MIN_STEPS + 3
+    a, b, h0, g = _make("TC", 1, T, 3, torch.complex64, gen)
+    a.requires_grad_()
+    b.requires_grad_()
+    h = linear_scan(a, b, h0, backend="cuda")
+    (h * g).real.sum().backward()
+    a_ref = a.detach().clone().requires_grad_()
+    b_ref = b.detach().clone().requires_grad_()
+    h_ref = linear_scan_ref(a_ref, b_ref, h0)
+    (h_ref * g).real.sum().backward()
+    tol = TOL[torch.complex64]
+    torch.testing.assert_close(h, h_ref, **tol)
+    torch.testing.assert_close(a.grad, a_ref.grad, **tol)
+    torch.testing.assert_close(b.grad, b_ref.grad, **tol)
+
+
+def test_use_kernel_rejects_unknown_name():
+    with pytest.raises(ValueError, match="use_kernel: name must be"):
+        with scan_cuda.use_kernel("warp"):
+            pass
