@@ -6,10 +6,10 @@ missing (on Colab). After changing the URL in a fork, run::
 
     python -m rnnlab.book sync-setup      # rewrite the first cell of every notebook
     python -m rnnlab.book check           # what the test suite checks
+    python -m rnnlab.book execute NB...   # re-execute notebooks in place, as the book build does
 
 ``check`` also verifies that every notebook is listed in ``_toc.yml`` and is
-stored executed.
-"""
+stored executed."""
 import argparse
 import json
 import pathlib
@@ -107,14 +107,38 @@ def check(root="."):
     return problems
 
 
+def execute(path, timeout=600):
+    """Execute a notebook in place, in its own folder (as the book build does);
+    return the seconds it took. Needs nbclient (installed with the book extra)."""
+    import time
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = pathlib.Path(path)
+    nb = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbformat.write(nb, path)
+    return time.perf_counter() - start
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m rnnlab.book", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["sync-setup", "check"])
+    parser.add_argument("command", choices=["sync-setup", "check", "execute"])
+    parser.add_argument("notebooks", nargs="*", help="with execute: the notebooks to run")
     parser.add_argument("--root", default=".", help="repository root (where _config.yml is)")
     args = parser.parse_args(argv)
     if args.command == "sync-setup":
         for path in sync_setup(args.root):
             print(f"rewrote {path}")
+        return 0
+    if args.command == "execute":
+        if not args.notebooks:
+            parser.error("execute needs at least one notebook")
+        for nb in args.notebooks:
+            print(f"{nb}: executed in {execute(nb):.1f} s")
         return 0
     problems = check(args.root)
     for p in problems:
