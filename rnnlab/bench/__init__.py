@@ -10,6 +10,8 @@ Benchmarks (:data:`BENCHMARKS`):
 
 ``scan``  :mod:`rnnlab.bench.scan`: :func:`rnnlab.linear_scan` against the
           torch loop, ``torch.cumsum`` and the memory floor.
+``lds``   :mod:`rnnlab.bench.lds`: LDS and LDStack against torch.nn.LSTM,
+          torch.nn.RNN and a Python-loop RNN (forward+backward against T).
 
 From Python (what the book does, with small sizes)::
 
@@ -42,6 +44,7 @@ __all__ = ["BENCHMARKS", "load", "Target", "check_targets", "Column", "render_ta
 #: Subcommand name -> module implementing it (imported only when used).
 BENCHMARKS = {
     "scan": "rnnlab.bench.scan",
+    "lds": "rnnlab.bench.lds",
 }
 
 #: Where results go by default (relative to the working directory; git-ignored in the repository).

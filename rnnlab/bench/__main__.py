@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from . import BENCHMARKS, default_json_path, load, write_json
-from .timing import CpuMonitor, busy_warning, machine_info
+from .timing import CpuMonitor, busy_warning, keep_freed_memory, machine_info
 
 
 def _threads(text):
@@ -43,6 +43,10 @@ def build_parser():
     out.add_argument("--no-json", action="store_true", help="print the table only")
     common.add_argument("--threads", type=_threads, metavar="N",
                         help="torch threads (numba's pool is sized to match; default: torch's default)")
+    common.add_argument("--allocator", choices=("reuse", "fresh"), default="reuse",
+                        help="reuse: keep freed large buffers for reuse (glibc mallopt, see "
+                             "rnnlab.bench.timing.keep_freed_memory), so outputs do not page-fault "
+                             "on every call; fresh: the allocator's defaults (default reuse)")
     for name in BENCHMARKS:
         module = load(name)
         p = sub.add_parser(name, parents=[common], help=module.DESCRIPTION,
@@ -56,6 +60,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     module = load(args.benchmark)
+    allocator = "reuse" if args.allocator == "reuse" and keep_freed_memory() else "fresh"
     before = machine_info()
     busy_before = busy_warning(before)
     if busy_before:
@@ -65,6 +70,7 @@ def main(argv=None):
     machine = machine_info()
     machine["before"] = {k: before[k] for k in ("time", "load_average_1_5_15min", "cpu_pressure_some_avg10")}
     machine["during"] = monitor.result
+    machine["allocator"] = allocator
     busy = []
     if busy_before:
         busy.append(f"before the run: {busy_before}")
@@ -77,7 +83,7 @@ def main(argv=None):
                         "so these timings are noisy; rerun on a quiet machine")
     title = (f"rnnlab.bench {args.benchmark}: {machine['cpu_model']}, {machine['cpu_usable']} CPUs, "
              f"{machine['torch_threads']} torch / {machine['numba_threads']} numba threads, "
-             f"load {_load(machine)}")
+             f"load {_load(machine)}, allocator {allocator}")
     table = module.format_table(rows, title=title)
     if warnings:
         table += "\n" + "\n".join(f"WARNING: {w}" for w in warnings)

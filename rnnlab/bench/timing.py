@@ -190,6 +190,34 @@ def match_thread_pools(num_threads=None):
     return n
 
 
+def keep_freed_memory():
+    """Ask glibc to keep freed large buffers for reuse instead of unmapping them.
+
+    By default glibc serves every allocation above a (dynamic) threshold with
+    a fresh ``mmap`` and returns it to the system when freed, so an op that
+    allocates a 32 MiB output page-faults on every page of it, every call
+    (about 15 ms per call on the 2-core machines here: more than the scan
+    itself). The memory floor ``addcmul(..., out=h)`` allocates nothing, so
+    without this the comparison measures the kernel plus the operating
+    system's page faults. This raises glibc's mmap and trim thresholds (the
+    same as ``MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=4294967296``
+    in the environment), for this process only. Returns True when it took
+    effect (glibc only), False elsewhere.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        return bool(libc.mallopt(M_MMAP_THRESHOLD, 1 << 30)) and bool(libc.mallopt(M_TRIM_THRESHOLD, (1 << 31) - 1))
+    except (OSError, AttributeError):
+        return False
+
+
 def available_memory_bytes():
     """Memory available to new allocations (``MemAvailable`` on Linux), or None if unknown."""
     try:
