@@ -12,7 +12,8 @@ keep the GPU busy, and it reads every input once.
 **Chunked** (:func:`forward_chunked`, :func:`backward_chunked`): when
 ``B * C`` is small and ``T`` is long, one thread per channel leaves most of
 the GPU idle. A step ``h -> a_t h + b_t`` is an affine map, and affine maps
-compose: ``(A2, B2) o (A1, B1) = (A2 A1, A2 B1 + B2)``. So one thread block
+compose: ``(A1, B1) o (A2, B2) = (A1 A2, A2 B1 + B2)`` (the earlier step on the
+left, as in the book's chapter on scans). So one thread block
 takes ``CHUNK_CHANNELS`` channels and splits time into ``CHUNKS`` chunks,
 one thread per (chunk, channel):
 
