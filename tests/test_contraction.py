@@ -15,19 +15,17 @@ from rnnlab.models.combo import theorem1_matrix
 RNG = np.random.default_rng
 
 
-def _input(n, seed=0, steps=1000, scale=2.0):
-    """A piecewise-constant input that drives units in and out of their linear range."""
-    r = RNG(seed)
-    return np.repeat(r.normal(scale=scale, size=(steps // 50 + 1, n)), 50, axis=0)[:steps]
-
-
 def _confirm(cert, W, g=1.0, activation="relu", seed=0):
     """The certificate's metric is exact over every slope vertex and agrees with simulation."""
     assert cert.holds and cert.metric is not None and cert.rate > 0
     exact, _, is_exact = th.rate_in_metric(W, cert.metric, g, form=cert.form, L=cert.details.get("L"))
     assert is_exact
     assert exact >= cert.rate - 1e-8 * max(1.0, abs(cert.rate))
-    chk = th.check_certificate(cert, W, activation=activation, u=_input(W.shape[0], seed), T=10.0, rng=seed)
+    # dt=None: the step is chosen so the certificate guarantees that every
+    # Euler step contracts; the input is a piecewise-constant function of time.
+    chk = th.check_certificate(cert, W, activation=activation, u=th.piecewise_input(W.shape[0], T=10.0, seed=seed),
+                               T=10.0, rng=seed)
+    assert chk.euler_bound > 0
     assert chk.agrees, str(chk)
     assert chk.rate >= cert.rate * 0.9
     return chk
@@ -445,7 +443,7 @@ def test_hierarchical_combination():
     assert cert.holds and cert.rate > 0
     W = cert.details["W"]
     assert th.rate_in_metric(W, cert.metric, L=L, max_exact_dim=11)[0] >= cert.rate - 1e-9
-    chk = th.check_certificate(cert, W, u=_input(n), T=10.0)
+    chk = th.check_certificate(cert, W, u=th.piecewise_input(n, T=10.0), T=10.0)
     assert chk.agrees
     with pytest.raises(ValueError, match="lower"):
         th.certify_hierarchy(Ws, certs, L.T)
@@ -623,3 +621,15 @@ def test_theorem7_conditions_boundary_is_not_definite():
     cond = th.theorem7_conditions(0.905, 1.0, -0.05, 1.9, 0.0)
     assert not cond["X1 < 0"] and not cond["(13)/(15)"]
     assert not th.theorem7_conditions(1.0, 1.0, 1.0, 1.0, 0.0)["M > 0"]
+
+
+def test_empirical_check_with_too_large_a_step_is_inconclusive_not_agreeing():
+    # The C.2 matrix certified by Theorem 2 (x form): with dt = 0.5 the Euler
+    # guarantee is negative, so the simulation can neither confirm nor refute.
+    W = th.theorem1_counterexample()["W"]
+    cert = th.certify_theorem2(W, form="x")
+    chk = th.check_certificate(cert, W, u=np.array([-10.0, 1.0]), T=5.0, dt=0.5, rng=0)
+    assert chk.euler_bound <= 0 and chk.agrees is None
+    assert "inconclusive" in str(chk)
+    auto = th.check_certificate(cert, W, u=np.array([-10.0, 1.0]), T=5.0, rng=0)
+    assert auto.euler_bound > 0 and auto.agrees is True

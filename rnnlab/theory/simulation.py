@@ -144,12 +144,44 @@ class EmpiricalCheck:
         s = (f"empirical contraction: distance {self.distances[0]:.3g} -> {self.distances[-1]:.3g} "
              f"over t = {self.times[-1]:.3g}; overall rate {self.rate:.4g}, slowest step {self.worst_step_rate:.4g}")
         if self.certified_rate is not None:
+            verdict = ("every step agrees" if self.agrees else
+                       "DISAGREES with the certificate" if self.agrees is not None else
+                       "inconclusive: the Euler step is too large for the certificate to guarantee "
+                       "that the discrete map contracts")
             s += (f"\n  certified rate {self.certified_rate:.4g} (Euler guarantee per step {self.euler_bound:.4g}): "
-                  + ("every step agrees" if self.agrees else "DISAGREES with the certificate"))
+                  + verdict)
         return s
 
 
-def empirical_contraction(W, metric, *, x0=None, u=None, T=10.0, dt=0.01, tau=1.0, activation="relu", L=None,
+MAX_AUTO_STEPS = 400_000
+
+
+def piecewise_input(n, *, T=20.0, period=0.5, scale=2.0, seed=0):
+    """A random piecewise-constant input ``u(t)``: a new normal level (standard
+    deviation ``scale``) every ``period`` time units up to ``T``, held after.
+
+    It drives units in and out of their linear range, so the slopes visit many
+    corners of the slope box; as a function of time it works with any Euler step.
+    """
+    levels = np.random.default_rng(seed).normal(scale=scale, size=(int(np.ceil(T / period)) + 1, n))
+    last = len(levels) - 1
+    return lambda t: levels[min(int(t / period), last)]
+
+
+def euler_step_for(rate, K, tau=1.0, dt_max=0.01):
+    """The Euler step ``dt`` used to confront a certificate with simulation.
+
+    The largest ``dt <= dt_max`` with ``alpha = dt / tau <= rate / (2 K^2)``:
+    then :func:`euler_rate_bound` is positive (``1 - 2 alpha rate + alpha^2
+    K^2 <= 1 - 3 alpha rate / 2 < 1``), so the certificate guarantees that
+    every Euler step contracts and a simulation can confirm or refute it.
+    """
+    if rate <= 0 or K <= 0:
+        raise ValueError(f"rate and K must be > 0, got rate={rate}, K={K}")
+    return float(min(dt_max, tau * 0.5 * rate / K**2))
+
+
+def empirical_contraction(W, metric, *, x0=None, u=None, T=10.0, dt=None, tau=1.0, activation="relu", L=None,
                           form="x", certified_rate=None, rng=None, scale=3.0, floor=1e-9):
     """Simulate two trajectories under the same input and measure their M-distance.
 
@@ -159,7 +191,14 @@ def empirical_contraction(W, metric, *, x0=None, u=None, T=10.0, dt=0.01, tau=1.
     Rates are in units of ``1/tau``: ``rate = -log(d_end / d_0) / (t_end /
     tau)``, ``worst_step_rate = min_k -log(d_{k+1} / d_k) / alpha``. With
     ``certified_rate`` given, ``agrees`` says whether every step met the
-    Euler guarantee :func:`euler_rate_bound` (exact for a valid certificate).
+    Euler guarantee :func:`euler_rate_bound` (exact for a valid certificate);
+    when that guarantee is not positive (the step ``dt / tau`` is too large
+    for the certificate to promise that the Euler map contracts), the check is
+    inconclusive and ``agrees`` is None. A simulation that overflows is
+    reported in ``details["diverged"]``. ``dt=None`` picks the step with
+    :func:`euler_step_for` (a certificate's guarantee holds for it), or 0.01
+    without a certificate; ``u`` as an array must then have a row per step,
+    so prefer a callable of time.
     """
     W = np.asarray(W, dtype=float)
     n = W.shape[0]
@@ -170,8 +209,23 @@ def empirical_contraction(W, metric, *, x0=None, u=None, T=10.0, dt=0.01, tau=1.
     if x0.shape != (2, n):
         raise ValueError(f"x0 must be a (2, {n}) pair of initial states, got {x0.shape}")
     Mh, _ = _sqrt_pair(metric)
-    times, X = simulate(W, x0, T=T, dt=dt, tau=tau, u=u, activation=activation, L=L, form=form)
-    d = np.linalg.norm((X[:, 0] - X[:, 1]) @ Mh.T, axis=1)
+    K = None
+    if certified_rate is not None:
+        K = jacobian_norm_bound(W, metric, get_activation(activation).g, L=L, form=form)
+    if dt is None:
+        dt = euler_step_for(certified_rate, K, tau) if certified_rate is not None and certified_rate > 0 else 0.01
+        if T / dt > MAX_AUTO_STEPS:
+            raise ValueError(
+                f"confronting rate {certified_rate:.3g} with simulation needs Euler steps dt <= {dt:.3g} "
+                f"(Jacobian bound K = {K:.3g}), {T / dt:.0f} steps for T = {T}: shorten T, or pass dt "
+                f"(a larger step leaves the check inconclusive)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        times, X = simulate(W, x0, T=T, dt=dt, tau=tau, u=u, activation=activation, L=L, form=form)
+        d = np.linalg.norm((X[:, 0] - X[:, 1]) @ Mh.T, axis=1)
+    diverged = not np.all(np.isfinite(d))
+    if diverged:  # keep the finite prefix: the distance grew without bound
+        n_finite = int(np.argmin(np.isfinite(d)))
+        times, d = times[:n_finite], d[:n_finite]
     if d[0] == 0:
         raise ValueError("the two initial states coincide")
     keep = np.nonzero(d > floor * d[0])[0]
@@ -183,14 +237,12 @@ def empirical_contraction(W, metric, *, x0=None, u=None, T=10.0, dt=0.01, tau=1.
     rate = float(-np.log(d[last] / d[0]) / (times[last] / tau))
     worst = float(step_rates.min())
     out = EmpiricalCheck(times=times[:last + 1], distances=d[:last + 1], rate=rate, worst_step_rate=worst,
-                         details={"step_rates": step_rates, "alpha": alpha})
+                         details={"step_rates": step_rates, "alpha": alpha, "diverged": diverged})
     if certified_rate is not None:
-        g = get_activation(activation).g
-        K = jacobian_norm_bound(W, metric, g, L=L, form=form)
         bound = euler_rate_bound(certified_rate, K, alpha)
         out.certified_rate = float(certified_rate)
         out.euler_bound = bound
-        out.agrees = bool(worst >= bound - 1e-9)
+        out.agrees = bool(worst >= bound - 1e-9) if bound > 0 and not diverged else None
         out.details["K"] = K
     return out
 
