@@ -38,6 +38,13 @@ LSTM on cuDNN. A model that cannot run on a device (for instance the CUDA
 scan kernel without numba-cuda) is reported with its error in
 ``row["errors"]`` instead of a time.
 
+On a CPU shared with other programs, timings with several threads can be
+off by one or two orders of magnitude: idle OpenMP threads (torch's and
+numba's) spin, and torch's recurrent layers synchronise their threads at
+every time step. Run with ``OMP_WAIT_POLICY=PASSIVE`` set in the environment
+(it must be set before Python starts), or with ``--threads 1``; the table
+adds a note when neither holds.
+
 From Python (the book's speed figure uses small sizes that run in seconds)::
 
     from rnnlab.bench import lds
@@ -234,8 +241,8 @@ def _row(device, T, sizes, stat, models, timings, errors, params):
         return timings[name].stat(stat) if name in timings else None
 
     row = {"benchmark": "lds", "device": str(device), "T": T, **sizes, "dtype": "float32", "stat": stat,
-           "models": list(models), "lstm_impl": _lstm_impl(device), "errors": dict(errors),
-           "parameters": dict(params)}
+           "models": list(models), "lstm_impl": _lstm_impl(device), "threads": torch.get_num_threads(),
+           "errors": dict(errors), "parameters": dict(params)}
     for name in MODELS:
         row[f"{name}_s"] = get(name)
     lstm = row["lstm_s"]
@@ -271,7 +278,12 @@ def run(T=None, models=DEFAULT_MODELS, devices=None, *, batch_size=None, input_s
     seed : int
         Seeds the models' initialisation and the inputs.
     threads : int or None
-        Set torch's thread count first (numba's pool is sized to match).
+        Set torch's thread count first (numba's pool is sized to match). On
+        a CPU shared with other programs, several threads can distort the
+        timings badly unless ``OMP_WAIT_POLICY=PASSIVE`` is set in the
+        environment before Python starts: idle OpenMP threads of torch and of
+        numba spin, and torch's recurrent layers synchronise their threads at
+        every time step. ``threads=1`` avoids it (the table says so).
     progress : callable(str) or None
         Called with a short line before each row is measured.
     **timing
@@ -282,7 +294,7 @@ def run(T=None, models=DEFAULT_MODELS, devices=None, *, batch_size=None, input_s
     -------
     list of dict, JSON-ready. Keys: ``benchmark``, ``device``, ``T``,
     ``batch_size``, ``input_size``, ``hidden_size``, ``output_size``,
-    ``dtype``, ``stat``, ``models``, ``lstm_impl`` (``"cudnn"`` on a GPU),
+    ``dtype``, ``stat``, ``models``, ``lstm_impl`` (``"cudnn"`` on a GPU), ``threads`` (torch's),
     ``errors`` (``{model: message}`` for models that could not run),
     ``parameters`` (``{model: trained real scalars}``), ``<model>_s`` for
     every model of :data:`MODELS` (None if not timed), ``speedup_<model>``
@@ -352,6 +364,19 @@ def _cell(row, name):
     return text
 
 
+def _spin_warning(rows):
+    """A note when OpenMP threads may spin against each other on the CPU (see :func:`run`), else None."""
+    import os
+
+    if not any(r["device"] == "cpu" and (r.get("threads") or 1) > 1 for r in rows):
+        return None
+    if os.environ.get("OMP_WAIT_POLICY", "").lower() == "passive":
+        return None
+    return ("note: CPU timings with more than one thread and OMP_WAIT_POLICY unset can be badly distorted on a busy "
+            "machine (idle OpenMP threads of torch and numba spin; torch's RNNs synchronise threads at every step); "
+            "for trustworthy ratios rerun with OMP_WAIT_POLICY=PASSIVE in the environment, or with --threads 1.")
+
+
 def format_table(rows, *, title=None):
     """The rows of :func:`run` as a plain-text table, with a legend and the target verdicts."""
     rows = list(rows)
@@ -378,6 +403,9 @@ def format_table(rows, *, title=None):
             if (r["device"], name) not in seen:
                 seen.add((r["device"], name))
                 notes.append(f"error: {name} on {r['device']}: {msg}")
+    spin = _spin_warning(rows)
+    if spin:
+        notes.append(spin)
     notes.append("Targets: " + "; ".join(t.description for t in TARGETS) + ".")
     counts = {}
     for r in rows:
