@@ -176,14 +176,21 @@ def match_thread_pools(num_threads=None):
     pool cannot grow past ``NUMBA_NUM_THREADS`` (fixed when numba starts), so
     the result is clamped to it.
     """
-    if num_threads is not None:
-        if int(num_threads) < 1:
-            raise ValueError(f"match_thread_pools: num_threads must be >= 1, got {num_threads}")
-        torch.set_num_threads(int(num_threads))
-    n = torch.get_num_threads()
+    if num_threads is not None and int(num_threads) < 1:
+        raise ValueError(f"match_thread_pools: num_threads must be >= 1, got {num_threads}")
     try:
         import numba  # only for its thread pool: the kernels live in rnnlab.kernels
     except ImportError:  # pragma: no cover - numba is a dependency
+        numba = None
+    if numba is not None:
+        # Start numba's pool first. Starting it (on the first parallel kernel, or in
+        # numba.set_num_threads) resets OpenMP's thread count, which torch reads when both
+        # use the same libgomp: a torch.set_num_threads made before would silently be undone.
+        numba.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    n = torch.get_num_threads()
+    if numba is None:  # pragma: no cover
         return n
     n = max(1, min(n, numba.config.NUMBA_NUM_THREADS))
     numba.set_num_threads(n)
