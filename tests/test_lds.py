@@ -154,6 +154,40 @@ def test_fft_and_scan_agree_with_gradients():
         torch.testing.assert_close(pa.grad, pb.grad, rtol=1e-7, atol=1e-9, msg=name)
 
 
+@pytest.mark.parametrize("kwargs", [
+    dict(eigenvalues="free", init="roots"),
+    dict(eigenvalues="unit", init="uniform", mix_inputs=True, readout="log", use_D=False, bias=False),
+    dict(eigenvalues="free", init="uniform", multi_input="average", num_projections=4),
+    dict(eigenvalues="unit", input_weights="ones"),
+])
+@pytest.mark.parametrize("h0_kind", [None, "symmetric", "asymmetric"])
+def test_one_mode_per_conjugate_pair_equals_all_modes(kwargs, h0_kind):
+    """forward() scans one mode of each conjugate pair: same outputs, final state and gradients as all N."""
+    model = LDS(3, 24, 4, generator=_gen(3), **kwargs).double()
+    x = torch.randn(2, 30, 3, dtype=torch.float64, generator=_gen(4))
+    h0 = None
+    if h0_kind == "symmetric":
+        h0 = model._all_modes(torch.randn(2, 12, dtype=C128, generator=_gen(5)))
+    elif h0_kind == "asymmetric":
+        h0 = torch.randn(2, 24, dtype=C128, generator=_gen(5))
+    assert model._use_pairs(h0) == (h0_kind != "asymmetric")
+    results = []
+    for pair_modes in (True, False):
+        model.pair_modes = pair_modes
+        model.zero_grad()
+        y, sT = model(x, h0)
+        (y.sin().sum() + sT.abs().sum()).backward()
+        results.append((y, sT, {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (y1, s1, g1), (y2, s2, g2) = results
+    torch.testing.assert_close(y1, y2, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(s1, s2, rtol=1e-10, atol=1e-10)
+    for name in g1:
+        torch.testing.assert_close(g1[name], g2[name], rtol=1e-8, atol=1e-10, msg=name)
+    # the final state of a pair-mode run is conjugate-symmetric, so continuing from it pairs again
+    model.pair_modes = True
+    assert model._use_pairs(s1.detach()) == (h0_kind != "asymmetric")
+
+
 def test_gradcheck_through_the_layer():
     model = LDS(2, 4, 2, eigenvalues="free", init="roots", generator=_gen(0)).double()
     x = torch.randn(1, 6, 2, dtype=torch.float64, requires_grad=True)

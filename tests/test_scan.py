@@ -168,6 +168,29 @@ def test_cpu_channel_blocks(dtype, block):
             torch.testing.assert_close(x, y, **TOL[dtype])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_cpu_sums_grad_a_over_time_in_the_kernel(dtype, with_h0):
+    """For an ``a`` shared over time the kernel adds grad_a_t into one (B, 1, C) row
+    (in double precision) instead of writing (B, T, C): the sum of the full gradient."""
+    gen = torch.Generator().manual_seed(2)
+    B, T, C = 3, 40, 37
+    a = _make_a("C", B, T, C, dtype, gen).view(1, 1, C)
+    b = _randn((B, T, C), dtype, gen)
+    g = _randn((B, T, C), dtype, gen)
+    h0 = _randn((B, C), dtype, gen) if with_h0 else None
+    for reverse in (False, True):
+        h = scan_torch.forward(a, b, h0, reverse)
+        G, grad_a, grad_h0 = scan_cpu.backward(a, h, g, h0, reverse)
+        G_ref, grad_a_full, grad_h0_ref = scan_torch.backward(a, h, g, h0, reverse)
+        assert grad_a.shape == (1, 1, C) and grad_a.dtype == dtype
+        torch.testing.assert_close(G, G_ref, **TOL[dtype])
+        wide = grad_a_full.to(torch.complex128 if dtype.is_complex else torch.float64)
+        torch.testing.assert_close(grad_a, wide.sum((0, 1), keepdim=True).to(dtype), **TOL[dtype])
+        if with_h0:
+            torch.testing.assert_close(grad_h0, grad_h0_ref, **TOL[dtype])
+
+
 def test_channel_block():
     assert scan_cpu.channel_block(4, 300, threads=2) == 300     # enough rows: whole rows
     assert scan_cpu.channel_block(1, 300, threads=1) == 300     # one thread: whole rows

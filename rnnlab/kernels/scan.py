@@ -83,12 +83,13 @@ def _as_3d(a):
 
 
 def _reduce_to(grad, shape):
-    """Sum a full ``(B, T, C)`` gradient down to the shape of a broadcast ``a``."""
-    if len(shape) == 3:
-        return grad
-    if len(shape) == 2:
-        return grad.sum(0)
-    return grad.sum((0, 1))
+    """Sum a ``(B, T, C)`` gradient (or one a backend already summed over
+    some broadcast dimensions, kept as size 1) down to the shape of ``a``."""
+    target = (1,) * (3 - len(shape)) + tuple(shape)
+    dims = tuple(d for d in range(3) if target[d] == 1 and grad.shape[d] != 1)
+    if dims:
+        grad = grad.sum(dims, keepdim=True)
+    return grad.reshape(shape)
 
 
 class LinearScan(torch.autograd.Function):

@@ -21,8 +21,10 @@ Every backend implements the same two functions with the same arguments:
         G_t = g_t + conj(a_{t-1}) * G_{t-1}        (reverse=True: a forward scan)
 
     and ``grad_a_t = G_t * conj(h_prev_t)`` with ``h_prev_t`` the state that
-    ``a_t`` multiplies (``h_{t-1}``, or ``h0``/0 at the boundary), full
-    ``(B, T, C)``; the caller sums it down to the shape of ``a``. Conjugates
+    ``a_t`` multiplies (``h_{t-1}``, or ``h0``/0 at the boundary), returned
+    full ``(B, T, C)`` or already summed over time when ``a`` is shared over
+    time (``(B, 1, C)`` or ``(1, 1, C)``: the CPU kernel sums inside the
+    kernel); the caller sums what is left down to the shape of ``a``. Conjugates
     follow PyTorch's convention for complex gradients (they vanish for real
     dtypes). ``grad_h0 = conj(a_first) * G_first`` (``(B, C)``, with ``first``
     the first step of the recurrence: t = 1, or t = T when reversed) is the
