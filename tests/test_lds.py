@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from rnnlab.models import LDS, count_parameters, parameter_breakdown
+from rnnlab.models import LDS, LDStack, count_parameters, parameter_breakdown
 from rnnlab.models.lds import (companion_matrix, log_polar_eigenvalues, modal_input_weights,
                                modal_input_weights_naive, modal_output_weights, monic_coefficients,
                                random_root_eigenvalues, uniform_angles, unit_modulus_eigenvalues,
@@ -161,9 +161,14 @@ def test_fft_and_scan_agree_with_gradients():
     dict(eigenvalues="unit", input_weights="ones"),
 ])
 @pytest.mark.parametrize("h0_kind", [None, "symmetric", "asymmetric"])
-def test_one_mode_per_conjugate_pair_equals_all_modes(kwargs, h0_kind):
-    """forward() scans one mode of each conjugate pair: same outputs, final state and gradients as all N."""
-    model = LDS(3, 24, 4, generator=_gen(3), **kwargs).double()
+@pytest.mark.parametrize("depth", [None, 3])
+def test_one_mode_per_conjugate_pair_equals_all_modes(kwargs, h0_kind, depth):
+    """forward() scans one mode of each conjugate pair: same outputs, final state and gradients as all N
+    (the LDS, and the LDStack, whose correction is the same for a mode and its conjugate)."""
+    if depth is None:
+        model = LDS(3, 24, 4, generator=_gen(3), **kwargs).double()
+    else:
+        model = LDStack(3, 24, 4, depth=depth, generator=_gen(3), **kwargs).double()
     x = torch.randn(2, 30, 3, dtype=torch.float64, generator=_gen(4))
     h0 = None
     if h0_kind == "symmetric":

@@ -1,4 +1,4 @@
-"""Compile every CUDA kernel of ``linear_scan`` for real GPUs, without a GPU.
+"""Compile every CUDA kernel (``linear_scan``, ``modal_stack_scan``) for real GPUs, without a GPU.
 
 ``numba.cuda.compile_ptx`` types and compiles a kernel through NVVM for a
 given compute capability: 7.5 (Colab's T4) and 8.0 (A100). This catches what
@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from rnnlab.kernels import scan_cuda
+from rnnlab.kernels import scan_cuda, stack_scan_cuda
 
 CCS = [(7, 5), (8, 0)]
 
@@ -35,19 +35,23 @@ def _nvvm_unavailable():
 REASON = _nvvm_unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-SIGNATURES = scan_cuda.kernel_signatures()
+MODULES = {"scan": scan_cuda, "stack_scan": stack_scan_cuda}
+SIGNATURES = [(mod, name, fn, sig) for mod, module in MODULES.items()
+              for name, fn, sig in module.kernel_signatures()]
 
 
-def test_every_kernel_is_listed():
-    names = {name for name, _, _ in SIGNATURES}
-    assert names == set(scan_cuda.KERNELS)
-    assert len(SIGNATURES) == 4 * len(scan_cuda.KERNELS)       # four dtypes each
+@pytest.mark.parametrize("mod", MODULES)
+def test_every_kernel_is_listed(mod):
+    module = MODULES[mod]
+    listed = module.kernel_signatures()
+    assert {name for name, _, _ in listed} == set(module.KERNELS)
+    assert len(listed) == 4 * len(module.KERNELS)       # four dtypes each
 
 
 @pytest.mark.parametrize("cc", CCS, ids=lambda cc: f"sm_{cc[0]}{cc[1]}")
-@pytest.mark.parametrize("name, fn, sig", SIGNATURES,
-                         ids=[f"{name}-{sig[0].dtype}" for name, _, sig in SIGNATURES])
-def test_compile_ptx(name, fn, sig, cc):
+@pytest.mark.parametrize("mod, name, fn, sig", SIGNATURES,
+                         ids=[f"{mod}-{name}-{sig[0].dtype}" for mod, name, _, sig in SIGNATURES])
+def test_compile_ptx(mod, name, fn, sig, cc):
     from numba import cuda
 
     ptx, restype = cuda.compile_ptx(fn, sig, cc=cc)

@@ -24,14 +24,28 @@ Two forms live here:
   callable). Each layer is a time-varying *matrix* recurrence, computed by a
   plain torch loop: the reference that shows the convergence theorem, for
   small n. It approximates the real RNN (1).
-- :class:`LDStack` is the fast form on :func:`rnnlab.linear_scan`, the
-  public code's: A is the diagonal modal transition λ of an :class:`LDS`
-  and the correction acts on the complex modal state through the
-  phase-preserving squashing ``σ(z) = z / sqrt(1 + |z|²)``, whose deviation
-  ``σ(z)/z = 1/sqrt(1 + |z|²)`` is real and positive. It approximates the
-  *modal* nonlinear RNN ``s'_t = σ(λ ⊙ s'_{t-1}) + B' u_t`` (a diagonal complex
-  RNN, :func:`modal_rnn_reference`), not (1) in companion coordinates: a
+- :class:`LDStack` is the fast form, the public code's: A is the diagonal
+  modal transition λ of an :class:`LDS` and the correction acts on the
+  complex modal state through the phase-preserving squashing
+  ``σ(z) = z / sqrt(1 + |z|²)``, whose deviation ``σ(z)/z = 1/sqrt(1 + |z|²)``
+  is real and positive. It approximates the *modal* nonlinear RNN
+  ``s'_t = σ(λ ⊙ s'_{t-1}) + B' u_t`` (a diagonal complex RNN,
+  :func:`modal_rnn_reference`), not (1) in companion coordinates: a
   nonlinearity applied mode by mode is not ρ applied to the companion state.
+
+How the modal form is computed. Each layer is a diagonal linear recurrence
+with time-varying coefficients ``a_t = α_t λ``, so the stack *can* be run as
+k calls of :func:`rnnlab.linear_scan`, computing every layer's coefficients
+from the previous layer's states (:func:`modal_transitions`):
+:meth:`LDStack.layer_states_by_scans` does exactly that, and it is how the
+book first explains the stack. But layer i at step t needs only layer i−1 at
+step t−1, so all layers can also advance *together*, one step at a time:
+:func:`rnnlab.kernels.modal_stack_scan` makes one pass over time for all
+layers (and one reverse pass for the gradients), reads the drive ``B' u_t``
+once instead of k times, and never materialises the k−1 ``(B, T, N)``
+coefficient tensors ``a_t`` nor their gradients. That is what
+:meth:`LDStack.forward` and :meth:`LDStack.layer_states` use (several times
+faster on a CPU); the two agree to rounding (tested).
 
 Note on the input: in (1) the input enters after the nonlinearity, as in the
 author response. The Elman form ``h_t = ρ(W h_{t-1} + U x_t)`` is the same
@@ -42,6 +56,7 @@ import math
 import torch
 from torch import nn
 
+from ..kernels import modal_stack_scan
 from .lds import LDS, _check_int
 
 __all__ = [
@@ -309,7 +324,7 @@ class _ModalTransitions(torch.autograd.Function):
 
 
 class LDStack(LDS):
-    r"""LDStack in the fast modal form: depth k passes of an :class:`LDS` through :func:`rnnlab.linear_scan`.
+    r"""LDStack in the fast modal form: k corrected copies of an :class:`LDS`, all run in one pass over time.
 
     .. math::
 
@@ -326,7 +341,12 @@ class LDStack(LDS):
 
     Takes every argument of :class:`LDS` plus ``depth`` (≥ 1; depth 1 is the LDS).
     ``forward(x, h0=None)`` returns ``(y, s'_T)`` of the last layer;
-    :meth:`layer_states` returns every layer's modal states.
+    :meth:`layer_states` returns every layer's modal states. Both run
+    :func:`rnnlab.kernels.modal_stack_scan` (all layers in one pass over
+    time, on the LDS's ``backend``); :meth:`layer_states_by_scans` computes
+    the same states as k linear scans with time-varying coefficients.
+    Like :meth:`LDS.forward`, :meth:`forward` runs one mode of each conjugate
+    pair when the system is real (``conjugate_pairs``, ``pair_modes``).
     """
 
     def __init__(self, input_size, hidden_size, output_size, *, depth=2, **lds_kwargs):
@@ -334,12 +354,32 @@ class LDStack(LDS):
         super().__init__(input_size, hidden_size, output_size, **lds_kwargs)
         self.depth = depth
 
-    def layer_states(self, x, h0=None, depth=None):
-        """Modal states of layers 1..depth, a list of complex ``(B, T, N)`` tensors."""
+    def _stack_inputs(self, x, h0, depth):
         depth = self.depth if depth is None else depth
         _check_int("depth", depth)
         x = self._check_x(x)
         h0 = self._check_h0(h0, x.shape[0])
+        return x, h0, depth
+
+    def layer_states(self, x, h0=None, depth=None):
+        """Modal states of layers 1..depth, a list of complex ``(B, T, N)`` tensors.
+
+        All layers in one pass over time (:func:`rnnlab.kernels.modal_stack_scan`).
+        """
+        x, h0, depth = self._stack_inputs(x, h0, depth)
+        return modal_stack_scan(self.eigenvalues(), self._drive(x), depth, h0,
+                                backend=self.backend, return_layers=True)
+
+    def layer_states_by_scans(self, x, h0=None, depth=None):
+        """The same states as :meth:`layer_states`, computed layer after layer by linear scans.
+
+        Layer 1 is the LDS; layer i is :func:`rnnlab.linear_scan` with the
+        time-varying coefficients ``a_t = α_t λ``, ``α_t = 1/sqrt(1 + |λ s'_{t-1}|²)``
+        computed from layer i−1's states (:func:`modal_transitions`): the stack
+        as the book explains it first. k scans, each reading the drive and
+        (after the first) a ``(B, T, N)`` tensor of coefficients.
+        """
+        x, h0, depth = self._stack_inputs(x, h0, depth)
         drive = self._drive(x)  # the same B' u_t in every layer
         lam = self.eigenvalues()
         layers, a = [], lam
@@ -352,11 +392,19 @@ class LDStack(LDS):
         return layers
 
     def forward(self, x, h0=None):
-        s = self.layer_states(x, h0)[-1]
-        y = self.readout(s, self._check_x(x))
+        xc, h0, depth = self._stack_inputs(x, h0, None)
+        if self._use_pairs(h0):
+            # one mode of each conjugate pair, as in LDS.forward: the correction
+            # α = 1/sqrt(1 + |λ s'|²) is the same for a mode and its conjugate
+            s = modal_stack_scan(self._trained_eigenvalues().reshape(-1), self._drive(xc, pairs=True), depth,
+                                 None if h0 is None else self._pair_modes(h0), backend=self.backend)
+            y, sT = self.readout(s, xc, pairs=True), self._all_modes(s[:, -1])
+        else:
+            s = modal_stack_scan(self.eigenvalues(), self._drive(xc), depth, h0, backend=self.backend)
+            y, sT = self.readout(s, xc), s[:, -1]
         if not self.batch_first:
             y = y.transpose(0, 1)
-        return y, s[:, -1]
+        return y, sT
 
     def extra_repr(self):
         return super().extra_repr() + f", depth={self.depth}"
