@@ -28,49 +28,62 @@ def _backend_module(name):
     return importlib.import_module(f"rnnlab.kernels.scan_{name}")
 
 
-def _check_inputs(a, b, h0, backend):
-    """Validate the arguments of :func:`linear_scan`; return the backend name to use."""
+def check_b(b, name):
+    """Validate the ``(B, T, C)`` input ``b`` of the op ``name``; return its shape."""
     if not isinstance(b, torch.Tensor):
-        raise TypeError(f"linear_scan: b must be a torch.Tensor, got {type(b).__name__}")
-    if not isinstance(a, torch.Tensor):
-        raise TypeError(f"linear_scan: a must be a torch.Tensor, got {type(a).__name__}")
+        raise TypeError(f"{name}: b must be a torch.Tensor, got {type(b).__name__}")
     if b.dim() != 3:
-        raise ValueError(f"linear_scan: b must have shape (B, T, C) (3 dims), got {tuple(b.shape)}")
+        raise ValueError(f"{name}: b must have shape (B, T, C) (3 dims), got {tuple(b.shape)}")
     B, T, C = b.shape
     if T == 0 or B == 0 or C == 0:
-        raise ValueError(f"linear_scan: b must have B, T, C >= 1, got {tuple(b.shape)}")
+        raise ValueError(f"{name}: b must have B, T, C >= 1, got {tuple(b.shape)}")
     if b.dtype not in DTYPES:
-        raise TypeError(f"linear_scan: b has dtype {b.dtype}; expected one of float32, float64, complex64, complex128")
-    if a.dtype != b.dtype:
-        raise TypeError(f"linear_scan: a has dtype {a.dtype} but b has {b.dtype}; they must match")
-    allowed = {3: (B, T, C), 2: (T, C), 1: (C,)}
-    if a.dim() not in allowed or tuple(a.shape) != allowed[a.dim()]:
-        raise ValueError(
-            f"linear_scan: a must have shape (B, T, C)={allowed[3]}, (T, C)={allowed[2]} or (C,)={allowed[1]} "
-            f"to match b; got {tuple(a.shape)}")
-    if a.device != b.device:
-        raise ValueError(f"linear_scan: a is on {a.device} but b is on {b.device}; they must be on one device")
+        raise TypeError(f"{name}: b has dtype {b.dtype}; expected one of float32, float64, complex64, complex128")
+    return B, T, C
+
+
+def check_h0_and_backend(b, h0, backend, name):
+    """Validate the initial state ``h0`` (``(B, C)`` or None) and ``backend`` of
+    the op ``name`` against ``b``; return the backend name to use."""
+    B, T, C = b.shape
     if h0 is not None:
         if not isinstance(h0, torch.Tensor):
-            raise TypeError(f"linear_scan: h0 must be a torch.Tensor or None, got {type(h0).__name__}")
+            raise TypeError(f"{name}: h0 must be a torch.Tensor or None, got {type(h0).__name__}")
         if tuple(h0.shape) != (B, C):
-            raise ValueError(f"linear_scan: h0 must have shape (B, C)={(B, C)}, got {tuple(h0.shape)}")
+            raise ValueError(f"{name}: h0 must have shape (B, C)={(B, C)}, got {tuple(h0.shape)}")
         if h0.dtype != b.dtype:
-            raise TypeError(f"linear_scan: h0 has dtype {h0.dtype} but b has {b.dtype}; they must match")
+            raise TypeError(f"{name}: h0 has dtype {h0.dtype} but b has {b.dtype}; they must match")
         if h0.device != b.device:
-            raise ValueError(f"linear_scan: h0 is on {h0.device} but b is on {b.device}; they must be on one device")
+            raise ValueError(f"{name}: h0 is on {h0.device} but b is on {b.device}; they must be on one device")
     if backend not in BACKENDS:
-        raise ValueError(f"linear_scan: backend must be one of {BACKENDS}, got {backend!r}")
+        raise ValueError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
         return "cuda" if b.is_cuda else "cpu"
     if backend == "cpu" and b.is_cuda:
-        raise ValueError("linear_scan: backend='cpu' needs CPU tensors, got CUDA tensors; use backend='cuda' or 'auto'")
-    if backend == "cuda" and not b.is_cuda:
-        if not cuda_simulator_enabled():
-            raise ValueError(
-                "linear_scan: backend='cuda' needs CUDA tensors (no GPU tensors given); "
-                "use backend='cpu' or 'auto', or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
+        raise ValueError(f"{name}: backend='cpu' needs CPU tensors, got CUDA tensors; use backend='cuda' or 'auto'")
+    if backend == "cuda" and not b.is_cuda and not cuda_simulator_enabled():
+        raise ValueError(
+            f"{name}: backend='cuda' needs CUDA tensors (no GPU tensors given); use backend='cpu' or 'auto', "
+            "or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
     return backend
+
+
+def _check_inputs(a, b, h0, backend):
+    """Validate the arguments of :func:`linear_scan`; return the backend name to use."""
+    name = "linear_scan"
+    B, T, C = check_b(b, name)
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"{name}: a must be a torch.Tensor, got {type(a).__name__}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"{name}: a has dtype {a.dtype} but b has {b.dtype}; they must match")
+    allowed = {3: (B, T, C), 2: (T, C), 1: (C,)}
+    if a.dim() not in allowed or tuple(a.shape) != allowed[a.dim()]:
+        raise ValueError(
+            f"{name}: a must have shape (B, T, C)={allowed[3]}, (T, C)={allowed[2]} or (C,)={allowed[1]} "
+            f"to match b; got {tuple(a.shape)}")
+    if a.device != b.device:
+        raise ValueError(f"{name}: a is on {a.device} but b is on {b.device}; they must be on one device")
+    return check_h0_and_backend(b, h0, backend, name)
 
 
 def _as_3d(a):

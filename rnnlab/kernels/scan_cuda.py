@@ -384,17 +384,24 @@ def _launch(name, kind, like, args):
     _require_cuda()
     B, T, C = like.shape
     grid, block = _launch_config(kind, B, C)
-    kernel = _kernel(f"{name}_{kind}")
+    launch_kernel(_kernel(f"{name}_{kind}"), grid, block, like, args, "linear_scan")
+
+
+def launch_kernel(kernel, grid, block, like, args, op):
+    """Launch a cuda.jit ``kernel`` on ``args`` (tensors are wrapped, other values
+    pass through) for the op named ``op``, on the device of the tensor ``like``.
+
+    Shared by every CUDA op of :mod:`rnnlab.kernels`."""
     if cuda_simulator_enabled():
         # The simulator takes NumPy arrays (views of the CPU tensors: the
         # kernels write straight into the torch outputs).
         if like.is_cuda:
-            raise ValueError("linear_scan: under NUMBA_ENABLE_CUDASIM=1 backend='cuda' takes CPU tensors")
+            raise ValueError(f"{op}: under NUMBA_ENABLE_CUDASIM=1 backend='cuda' takes CPU tensors")
         conv = [_plain(x).numpy() if isinstance(x, torch.Tensor) else x for x in args]
         kernel[grid, block](*conv)
         return
     if not like.is_cuda:
-        raise ValueError("linear_scan: backend='cuda' needs CUDA tensors")
+        raise ValueError(f"{op}: backend='cuda' needs CUDA tensors")
     with cuda.gpus[like.device.index]:
         # Zero-copy views (__cuda_array_interface__ refuses tensors that
         # require grad, hence detach), launched on torch's current stream so

@@ -25,7 +25,7 @@ import importlib
 
 import torch
 
-from .scan import BACKENDS, DTYPES, cuda_simulator_enabled
+from .scan import check_b, check_h0_and_backend
 
 
 def _backend_module(name):
@@ -35,17 +35,9 @@ def _backend_module(name):
 def _check_inputs(lam, b, depth, h0, backend):
     """Validate the arguments of :func:`modal_stack_scan`; return the backend name to use."""
     name = "modal_stack_scan"
-    if not isinstance(b, torch.Tensor):
-        raise TypeError(f"{name}: b must be a torch.Tensor, got {type(b).__name__}")
+    B, T, C = check_b(b, name)
     if not isinstance(lam, torch.Tensor):
         raise TypeError(f"{name}: lam must be a torch.Tensor, got {type(lam).__name__}")
-    if b.dim() != 3:
-        raise ValueError(f"{name}: b must have shape (B, T, C) (3 dims), got {tuple(b.shape)}")
-    B, T, C = b.shape
-    if T == 0 or B == 0 or C == 0:
-        raise ValueError(f"{name}: b must have B, T, C >= 1, got {tuple(b.shape)}")
-    if b.dtype not in DTYPES:
-        raise TypeError(f"{name}: b has dtype {b.dtype}; expected one of float32, float64, complex64, complex128")
     if tuple(lam.shape) != (C,):
         raise ValueError(f"{name}: lam must have shape (C,)={(C,)} to match b {tuple(b.shape)}, "
                          f"got {tuple(lam.shape)}")
@@ -57,26 +49,7 @@ def _check_inputs(lam, b, depth, h0, backend):
         raise TypeError(f"{name}: depth must be an int, got {type(depth).__name__}")
     if depth < 1:
         raise ValueError(f"{name}: depth must be >= 1, got {depth}")
-    if h0 is not None:
-        if not isinstance(h0, torch.Tensor):
-            raise TypeError(f"{name}: h0 must be a torch.Tensor or None, got {type(h0).__name__}")
-        if tuple(h0.shape) != (B, C):
-            raise ValueError(f"{name}: h0 must have shape (B, C)={(B, C)}, got {tuple(h0.shape)}")
-        if h0.dtype != b.dtype:
-            raise TypeError(f"{name}: h0 has dtype {h0.dtype} but b has {b.dtype}; they must match")
-        if h0.device != b.device:
-            raise ValueError(f"{name}: h0 is on {h0.device} but b is on {b.device}; they must be on one device")
-    if backend not in BACKENDS:
-        raise ValueError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "auto":
-        return "cuda" if b.is_cuda else "cpu"
-    if backend == "cpu" and b.is_cuda:
-        raise ValueError(f"{name}: backend='cpu' needs CPU tensors, got CUDA tensors; use backend='cuda' or 'auto'")
-    if backend == "cuda" and not b.is_cuda and not cuda_simulator_enabled():
-        raise ValueError(
-            f"{name}: backend='cuda' needs CUDA tensors (no GPU tensors given); use backend='cpu' or 'auto', "
-            "or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
-    return backend
+    return check_h0_and_backend(b, h0, backend, name)
 
 
 class ModalStackScan(torch.autograd.Function):

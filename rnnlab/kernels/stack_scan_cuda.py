@@ -29,6 +29,7 @@ import math
 import torch
 
 from .scan import cuda_simulator_enabled
+from .scan_cuda import launch_kernel
 
 try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
     from numba import cuda
@@ -195,29 +196,12 @@ def kernel_signatures():
     return out
 
 
-def _plain(t):
-    """Detached, contiguous, without torch's lazy conj/neg bits (no copy if already so)."""
-    return t.detach().resolve_conj().resolve_neg().contiguous()
-
-
 def _launch(name, like, args):
     """Launch kernel ``name`` with one thread per (batch row, channel) of ``like`` (B, T, C)."""
     _require_cuda()
     B, T, C = like.shape
     grid = (B * C + THREADS - 1) // THREADS
-    kernel = _kernel(name)
-    if cuda_simulator_enabled():
-        if like.is_cuda:
-            raise ValueError("modal_stack_scan: under NUMBA_ENABLE_CUDASIM=1 backend='cuda' takes CPU tensors")
-        conv = [_plain(x).numpy() if isinstance(x, torch.Tensor) else x for x in args]
-        kernel[grid, THREADS](*conv)
-        return
-    if not like.is_cuda:
-        raise ValueError("modal_stack_scan: backend='cuda' needs CUDA tensors")
-    with cuda.gpus[like.device.index]:
-        conv = [cuda.as_cuda_array(_plain(x)) if isinstance(x, torch.Tensor) else x for x in args]
-        stream = cuda.external_stream(torch.cuda.current_stream(like.device).cuda_stream)
-        kernel[grid, THREADS, stream](*conv)
+    launch_kernel(_kernel(name), grid, THREADS, like, args, "modal_stack_scan")
 
 
 def _abs2(lam):
