@@ -38,6 +38,9 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     cuda = None
     _IMPORT_ERROR = exc
 
+# Steps summed into a block sum before it is added to the running sums of dL/dλ (as on the CPU).
+FLUSH_STEPS = 16
+
 # Threads per block. The simulator runs every thread as an OS thread: tiny blocks there.
 THREADS = 8 if cuda_simulator_enabled() else 256
 
@@ -108,6 +111,8 @@ def backward_sequential(lam, lam2, last, inner, h0, has_h0, g_last, g_inner, has
         carry[layer, i, c] = zero
     d_acc = zero                        # Σ α conj(s_prev) z
     e_acc = rzero                       # Σ p w
+    d_blk = zero                        # the same over the last FLUSH_STEPS steps: summing in two
+    e_blk = rzero                       # stages keeps single-precision round-off small for long T
     for s in range(T):
         t = T - 1 - s
         ext = zero                      # 2 |λ|² w s^(layer-1)_{t-1}: to the layer below
@@ -127,19 +132,26 @@ def backward_sequential(lam, lam2, last, inner, h0, has_h0, g_last, g_inner, has
                 own = inner[i, t - 1, layer, c]
             q = own.conjugate() * z
             if layer == 0:
-                d_acc = d_acc + q
+                d_blk = d_blk + q
                 carry[layer, i, c] = lc.conjugate() * z + ext
             else:
                 below = start if t == 0 else inner[i, t - 1, layer - 1, c]
                 p = below.real * below.real + below.imag * below.imag
                 alpha = one / math.sqrt(one + l2 * p)
-                d_acc = d_acc + alpha * q
+                d_blk = d_blk + alpha * q
                 u = lc.real * q.real + lc.imag * q.imag
                 w = -half * (alpha * alpha * alpha) * u
-                e_acc = e_acc + p * w
+                e_blk = e_blk + p * w
                 carry[layer, i, c] = (alpha * lc).conjugate() * z + ext
                 ext = (two * l2 * w) * below
         G[i, t, c] = total
+        if (s + 1) % FLUSH_STEPS == 0:
+            d_acc = d_acc + d_blk
+            e_acc = e_acc + e_blk
+            d_blk = zero
+            e_blk = rzero
+    d_acc = d_acc + d_blk
+    e_acc = e_acc + e_blk
     acc = carry[0, i, c]
     for layer in range(1, depth):
         acc = acc + carry[layer, i, c]
