@@ -68,6 +68,19 @@ def test_models_compute_the_same_shapes_and_the_loop_rnn_is_torch_rnn():
     torch.testing.assert_close(loop(x)[0], fused(x)[0])
 
 
+def test_the_first_versions_compute_the_same_model():
+    """lds_all_modes and ldstack4_scans are lds and ldstack4 computed the old way: same outputs and gradients."""
+    x = torch.randn(3, 20, 4, dtype=torch.float64)
+    for fast, slow in (("lds", "lds_all_modes"), ("ldstack4", "ldstack4_scans")):
+        a, b = lds.build_model(fast, 4, 16, 3).double(), lds.build_model(slow, 4, 16, 3).double()
+        ya, yb = a(x)[0], b(x)[0]
+        torch.testing.assert_close(ya, yb, rtol=1e-9, atol=1e-9)
+        ga = torch.autograd.grad(ya.square().sum(), list(a.parameters()))
+        gb = torch.autograd.grad(yb.square().sum(), list(b.parameters()))
+        for u, v in zip(ga, gb):
+            torch.testing.assert_close(u, v, rtol=1e-7, atol=1e-9)
+
+
 def test_targets():
     assert {t.key for t in lds.TARGETS} == {"speedup_lds", "speedup_ldstack4"}
     row = {"T": 1024, "speedup_lds": 6.0, "speedup_ldstack4": 1.5}

@@ -8,10 +8,12 @@ shared machine. The models (:data:`MODELS`), each mapping a batch
 ``(B, T, d)`` to outputs ``(B, T, m)``:
 
 ``lds``        :class:`rnnlab.models.LDS` with H complex modes (d single-input
-               systems of H/d modes, free eigenvalues, companion B'), its
-               states computed by :func:`rnnlab.linear_scan`.
+               systems of H/d modes in conjugate pairs, free eigenvalues,
+               companion B'), its states computed by :func:`rnnlab.linear_scan`
+               on one mode of each conjugate pair (H/2 complex channels).
 ``ldstack2``,  :class:`rnnlab.models.LDStack` of depth 2 and 4 (the same LDS
-``ldstack4``   run 2 or 4 times, each pass corrected by the previous one).
+``ldstack4``   corrected 1 or 3 times), all layers in one pass over time by
+               :func:`rnnlab.kernels.modal_stack_scan`, on one mode per pair.
 ``lstm``       ``torch.nn.LSTM(d, H)`` and a linear read-out ``H → m``. On a
                GPU this is the fused cuDNN LSTM.
 ``rnn``        ``torch.nn.RNN(d, H)`` (tanh, fused) and a read-out.
@@ -19,6 +21,14 @@ shared machine. The models (:data:`MODELS`), each mapping a batch
                Python loop, and a read-out: an unoptimised RNN.
 ``lds_fft``    (not in the default set) the same LDS with ``algorithm="fft"``:
                the outputs as a convolution by FFT, never forming the states.
+``lds_all_modes``   (not in the default set) the same LDS scanning all H
+               modes (``pair_modes = False``), as the first version did.
+``ldstack4_scans``  (not in the default set) LDStack of depth 4 computed layer
+               by layer, four linear scans on all H modes with the corrected
+               transitions as ``(B, T, H)`` tensors
+               (:meth:`rnnlab.models.LDStack.layer_states_by_scans`), as the
+               first version did. These two show in one run what the
+               conjugate pairs and the fused stack are worth.
 
 "Forward+backward" is ``y = model(x)`` followed by
 ``torch.autograd.grad(y, parameters, g)`` for a fixed random upstream
@@ -68,7 +78,7 @@ __all__ = ["run", "format_table", "build_model", "LoopRNN", "MODELS", "DEFAULT_M
 DESCRIPTION = ("LDS and LDStack (depth 2, 4) against torch.nn.LSTM, torch.nn.RNN and a Python-loop RNN: "
                "forward+backward time against sequence length")
 
-MODELS = ("lds", "ldstack2", "ldstack4", "lstm", "rnn", "loop_rnn", "lds_fft")
+MODELS = ("lds", "ldstack2", "ldstack4", "lstm", "rnn", "loop_rnn", "lds_fft", "lds_all_modes", "ldstack4_scans")
 DEFAULT_MODELS = ("lds", "ldstack2", "ldstack4", "lstm", "rnn", "loop_rnn")
 MODEL_LABELS = {
     "lds": "LDS (scan)",
@@ -78,6 +88,8 @@ MODEL_LABELS = {
     "rnn": "torch.nn.RNN (tanh)",
     "loop_rnn": "Python-loop RNN",
     "lds_fft": "LDS (FFT)",
+    "lds_all_modes": "LDS, all modes scanned",
+    "ldstack4_scans": "LDStack 4, layer by layer",
 }
 """How tables and figures name the models (on CUDA the LSTM is cuDNN's)."""
 
@@ -152,6 +164,18 @@ class _TorchRNN(nn.Module):
         return self.head(y), state
 
 
+class _StackByScans(nn.Module):
+    """An LDStack computed layer by layer (:meth:`rnnlab.models.LDStack.layer_states_by_scans`), all modes."""
+
+    def __init__(self, stack):
+        super().__init__()
+        self.stack = stack
+
+    def forward(self, x):
+        s = self.stack.layer_states_by_scans(x)[-1]
+        return self.stack.readout(s, x), s[:, -1]
+
+
 def build_model(name, input_size, hidden_size, output_size, *, seed=0):
     """The model ``name`` (a key of :data:`MODEL_LABELS`), seeded, on the CPU, float32.
 
@@ -166,8 +190,12 @@ def build_model(name, input_size, hidden_size, output_size, *, seed=0):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     d, H, m = input_size, hidden_size, output_size
-    if name in ("lds", "lds_fft"):
-        return LDS(d, H, m, generator=gen, algorithm="fft" if name == "lds_fft" else "scan")
+    if name in ("lds", "lds_fft", "lds_all_modes"):
+        model = LDS(d, H, m, generator=gen, algorithm="fft" if name == "lds_fft" else "scan")
+        model.pair_modes = name != "lds_all_modes"
+        return model
+    if name == "ldstack4_scans":
+        return _StackByScans(LDStack(d, H, m, depth=4, generator=gen))
     if name.startswith("ldstack"):
         return LDStack(d, H, m, depth=int(name[len("ldstack"):]), generator=gen)
     if name == "lstm":
@@ -224,7 +252,7 @@ def _check_run_args(T, models, devices, stat, sizes):
     for key, value in sizes.items():
         _check_int(key, value)
     d, H = sizes["input_size"], sizes["hidden_size"]
-    if any(m in models for m in ("lds", "lds_fft", "ldstack2", "ldstack4")) and (H % d or (H // d) % 2):
+    if any(m in models for m in ("lds", "lds_fft", "lds_all_modes", "ldstack2", "ldstack4", "ldstack4_scans")) and (H % d or (H // d) % 2):
         raise ValueError(f"lds.run: the LDS needs hidden_size to be an even multiple of input_size "
                          f"(input_size blocks of an even number of modes); got hidden_size={H}, input_size={d}")
     return T, models, devices
