@@ -152,3 +152,8 @@ def test_fused_stack_equals_composition_of_linear_scans(backend, with_h0):
     g_scans = torch.autograd.grad((m.readout(scans[-1], x) * w).sum() + scans[-1][:, -1].abs().sum(), params)
     for a, b in zip(g_fused, g_scans):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_the_stack_has_no_fft_algorithm():
+    with pytest.raises(ValueError, match="algorithm"):
+        LDStack(2, 8, 1, depth=2, algorithm="fft")

@@ -17,6 +17,9 @@ import torch
 
 BACKENDS = ("auto", "torch", "cpu", "cuda")
 DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
+# The double-precision dtype in which the kernels sum gradients of shared parameters.
+WIDE_DTYPES = {torch.float32: torch.float64, torch.float64: torch.float64,
+               torch.complex64: torch.complex128, torch.complex128: torch.complex128}
 
 
 def cuda_simulator_enabled():

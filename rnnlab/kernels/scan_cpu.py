@@ -43,6 +43,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
+from .scan import WIDE_DTYPES
+
 # numba and torch each keep a pool of threads: let numba use no more threads
 # than torch, so that the two do not oversubscribe the cores.
 numba.set_num_threads(min(numba.config.NUMBA_NUM_THREADS, torch.get_num_threads()))
@@ -229,16 +231,13 @@ def forward(a, b, h0, reverse):
     return h
 
 
-# The wider dtype in which a gradient shared over time is summed.
-_WIDE = {torch.float32: torch.float64, torch.float64: torch.float64,
-         torch.complex64: torch.complex128, torch.complex128: torch.complex128}
 
 
 def backward(a, h, g, h0, reverse):
     B, T, C = g.shape
     G = torch.empty(g.shape, dtype=g.dtype)
     if a.shape[1] == 1:     # a shared over time: the kernel sums grad_a over t, in double precision
-        grad_a = torch.empty((B, 1, C), dtype=_WIDE[g.dtype])
+        grad_a = torch.empty((B, 1, C), dtype=WIDE_DTYPES[g.dtype])
     else:
         grad_a = torch.empty(g.shape, dtype=g.dtype)
     grad_h0 = torch.empty((B, C), dtype=g.dtype)

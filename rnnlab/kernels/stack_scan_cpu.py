@@ -47,11 +47,9 @@ import torch
 from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
+from .scan import WIDE_DTYPES
 from .scan_cpu import _np, _run
 
-# The wider dtype in which the parts of dL/dλ are summed.
-_WIDE = {torch.float32: torch.float64, torch.float64: torch.float64,
-         torch.complex64: torch.complex128, torch.complex128: torch.complex128}
 
 # ---------------------------------------------------------------------------
 # A real number times a complex one, without promoting the real number to a
@@ -283,7 +281,7 @@ def forward(lam, b, depth, h0):
 def backward(lam, last, inner, h0, g_last, g_inner):
     B, T, C = last.shape
     depth = inner.shape[2] + 1
-    wide = _WIDE[last.dtype]
+    wide = WIDE_DTYPES[last.dtype]
     G = torch.empty((B, T, C), dtype=last.dtype)
     direct = torch.zeros((B, C), dtype=wide)
     through_c = torch.zeros((B, C), dtype=torch.float64)

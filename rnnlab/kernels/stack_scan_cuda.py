@@ -28,7 +28,7 @@ import math
 
 import torch
 
-from .scan import cuda_simulator_enabled
+from .scan import WIDE_DTYPES, cuda_simulator_enabled
 from .scan_cuda import launch_kernel
 
 try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
@@ -236,8 +236,6 @@ def forward(lam, b, depth, h0):
     return last, inner
 
 
-_WIDE = {torch.float32: torch.float64, torch.float64: torch.float64,
-         torch.complex64: torch.complex128, torch.complex128: torch.complex128}
 
 
 def backward(lam, last, inner, h0, g_last, g_inner):
@@ -257,6 +255,6 @@ def backward(lam, last, inner, h0, g_last, g_inner):
              g_last.contiguous(), g_inner if has_g_inner else _placeholder(4, last), has_g_inner, int(depth),
              G, carry, direct, through_c, grad_h0))
     # Sum the per-(batch, channel) partial sums over the batch in double precision.
-    wide = _WIDE[last.dtype]
+    wide = WIDE_DTYPES[last.dtype]
     grad_lam = direct.to(wide).sum(0) + 2 * lam.to(wide) * through_c.to(torch.float64).sum(0)
     return grad_lam.to(last.dtype), G, (grad_h0 if has_h0 else None)

@@ -676,6 +676,11 @@ class LDS(nn.Module):
     def _scan(self, a, drive, h0):
         return linear_scan(a, drive, h0, backend=self.backend)
 
+    def _forward_states(self, lam, drive, h0):
+        """The states :meth:`forward` reads out, for eigenvalues ``lam`` (all modes or one per
+        pair) and their drive: the LDS's scan (:class:`LDStack`: its last layer)."""
+        return self._scan(lam, drive, h0)
+
     def readout(self, s, x, pairs=False):
         """``y = Re(C' s') / k + D x + bias`` for batch-first s and x (``pairs``: s holds one mode per pair)."""
         B, T, N = s.shape
@@ -743,11 +748,11 @@ class LDS(nn.Module):
             xc = self._check_x(x)
             h0c = self._check_h0(h0, xc.shape[0])
             if self._use_pairs(h0c):
-                s = self._scan(self._trained_eigenvalues().reshape(-1), self._drive(xc, pairs=True),
-                               None if h0c is None else self._pair_modes(h0c))
+                s = self._forward_states(self._trained_eigenvalues().reshape(-1), self._drive(xc, pairs=True),
+                                         None if h0c is None else self._pair_modes(h0c))
                 y, sT = self.readout(s, xc, pairs=True), self._all_modes(s[:, -1])
             else:
-                s = self._scan(self.eigenvalues(), self._drive(xc), h0c)
+                s = self._forward_states(self.eigenvalues(), self._drive(xc), h0c)
                 y, sT = self.readout(s, xc), s[:, -1]
         if not self.batch_first:
             y = y.transpose(0, 1)

@@ -339,7 +339,8 @@ class LDStack(LDS):
     first ``depth`` steps when h0 = 0; it does not approximate a real RNN
     ρ(A s) in companion coordinates (see :class:`LDStackExact` for that).
 
-    Takes every argument of :class:`LDS` plus ``depth`` (≥ 1; depth 1 is the LDS).
+    Takes every argument of :class:`LDS` plus ``depth`` (≥ 1; depth 1 is the LDS), except
+    ``algorithm="fft"`` (a convolution computes a plain LDS, not the stack).
     ``forward(x, h0=None)`` returns ``(y, s'_T)`` of the last layer;
     :meth:`layer_states` returns every layer's modal states. Both run
     :func:`rnnlab.kernels.modal_stack_scan` (all layers in one pass over
@@ -351,6 +352,9 @@ class LDStack(LDS):
 
     def __init__(self, input_size, hidden_size, output_size, *, depth=2, **lds_kwargs):
         _check_int("depth", depth)
+        if lds_kwargs.get("algorithm", "scan") != "scan":
+            raise ValueError(f"LDStack: algorithm must be 'scan' (the FFT convolution computes a plain LDS, "
+                             f"not the stack), got {lds_kwargs['algorithm']!r}")
         super().__init__(input_size, hidden_size, output_size, **lds_kwargs)
         self.depth = depth
 
@@ -391,20 +395,10 @@ class LDStack(LDS):
             a = modal_transitions(s, lam, h0)  # α_t λ, α_t = 1/sqrt(1 + |λ s'_{t-1}|²)
         return layers
 
-    def forward(self, x, h0=None):
-        xc, h0, depth = self._stack_inputs(x, h0, None)
-        if self._use_pairs(h0):
-            # one mode of each conjugate pair, as in LDS.forward: the correction
-            # α = 1/sqrt(1 + |λ s'|²) is the same for a mode and its conjugate
-            s = modal_stack_scan(self._trained_eigenvalues().reshape(-1), self._drive(xc, pairs=True), depth,
-                                 None if h0 is None else self._pair_modes(h0), backend=self.backend)
-            y, sT = self.readout(s, xc, pairs=True), self._all_modes(s[:, -1])
-        else:
-            s = modal_stack_scan(self.eigenvalues(), self._drive(xc), depth, h0, backend=self.backend)
-            y, sT = self.readout(s, xc), s[:, -1]
-        if not self.batch_first:
-            y = y.transpose(0, 1)
-        return y, sT
+    def _forward_states(self, lam, drive, h0):
+        # LDS.forward, with the last layer's states instead of the LDS's: on one mode of each
+        # conjugate pair too, since the correction 1/sqrt(1 + |λ s'|²) is the same for both
+        return modal_stack_scan(lam, drive, self.depth, h0, backend=self.backend)
 
     def extra_repr(self):
         return super().extra_repr() + f", depth={self.depth}"
