@@ -1,4 +1,5 @@
-"""Maintenance of the book's notebooks: the shared first cell.
+"""Maintenance of the book's notebooks: the shared first cell, the checks of
+the stored notebooks, execution in place.
 
 The repository URL is written once, in ``_config.yml`` (``repository.url``).
 The first code cell of every notebook installs rnnlab from that URL when it is
@@ -10,11 +11,9 @@ missing (on Colab). After changing the URL in a fork, run::
 
 ``check`` also verifies that every notebook is listed in ``_toc.yml`` and is
 stored executed."""
-import argparse
 import json
 import pathlib
 import re
-import sys
 
 SETUP_MARKER = "# rnnlab setup"
 
@@ -122,30 +121,3 @@ def execute(path, timeout=600):
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     nbformat.write(nb, path)
     return time.perf_counter() - start
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m rnnlab.book", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["sync-setup", "check", "execute"])
-    parser.add_argument("notebooks", nargs="*", help="with execute: the notebooks to run")
-    parser.add_argument("--root", default=".", help="repository root (where _config.yml is)")
-    args = parser.parse_args(argv)
-    if args.command == "sync-setup":
-        for path in sync_setup(args.root):
-            print(f"rewrote {path}")
-        return 0
-    if args.command == "execute":
-        if not args.notebooks:
-            parser.error("execute needs at least one notebook")
-        for nb in args.notebooks:
-            print(f"{nb}: executed in {execute(nb):.1f} s")
-        return 0
-    problems = check(args.root)
-    for p in problems:
-        print(p)
-    print(f"{len(notebooks(args.root))} notebooks checked, {len(problems)} problems")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

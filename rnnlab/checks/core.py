@@ -1,0 +1,331 @@
+"""The machinery behind ``rnnlab.checks.check``: exercises, cases, verdicts.
+
+An :class:`Exercise` names the function a starter cell defines (``name``), the
+notebook it lives in, a few small fixed :class:`Case` s and the package's own
+``reference`` answer. :func:`evaluate` runs a candidate on every case against
+the reference and returns a :class:`CheckResult`; :func:`check` prints it.
+Neither ever raises (except on Ctrl-C) and neither ever shows a solution: a
+failing case shows its input, the expected value and the candidate's value.
+
+Each chapter's exercises are declared in ``rnnlab/checks/<chapter>.py`` with
+:func:`exercise`; heavy imports belong inside the reference and case builders
+so that ``import rnnlab.checks`` stays cheap on Colab.
+"""
+from __future__ import annotations
+
+import copy
+import numbers
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+__all__ = ["Case", "Exercise", "CheckResult", "exercise", "get", "exercises",
+           "evaluate", "check", "results", "reset_results", "close"]
+
+_REGISTRY: dict[str, "Exercise"] = {}
+_RESULTS: dict[str, "CheckResult"] = {}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One fixed input: ``args``/``kwargs`` for the candidate and the reference,
+    and ``show``, how a failure message names it (e.g. ``"n = 5"``)."""
+
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    show: str = ""
+
+    def describe(self, names=()):
+        """``show`` if given, else ``name = value`` for each argument (names from
+        the exercise's signature)."""
+        if self.show:
+            return self.show
+        parts = [f"{n} = {_short(a)}" if n else _short(a)
+                 for n, a in zip(list(names) + [""] * len(self.args), self.args)]
+        parts += [f"{k} = {_short(v)}" for k, v in self.kwargs.items()]
+        return ", ".join(parts)
+
+
+@dataclass
+class Exercise:
+    """A code exercise of the book and how to check an answer to it.
+
+    label      the exercise's label in the book (``ex-scans-segmented``)
+    notebook   the chapter notebook, relative to ``book/`` without suffix
+    name       the function the starter cell defines
+    signature  the starter's signature, shown when the candidate is not callable
+    reference  the package's own answer: ``reference(*case.args, **case.kwargs)``
+    cases      a function returning the list of :class:`Case` s (built lazily)
+    compare    ``compare(got, expected) -> None`` when they agree, else a short
+               reason; the default is :func:`close` with ``rtol``/``atol``
+    hint       one sentence printed under a failure (never the solution)
+    """
+
+    label: str
+    notebook: str
+    name: str
+    signature: str
+    reference: Callable
+    cases: Callable[[], list]
+    compare: Callable | None = None
+    hint: str = ""
+    rtol: float = 1e-6
+    atol: float = 1e-9
+
+    def parameter_names(self):
+        """The parameter names of ``signature`` (``"f(x, starts)"`` -> ``["x", "starts"]``)."""
+        inner = self.signature.partition("(")[2].rpartition(")")[0]
+        names = [p.split("=")[0].split(":")[0].strip().lstrip("*") for p in inner.split(",")]
+        return [n for n in names if n and n != "/"]
+
+    def agree(self, got, expected):
+        if self.compare is not None:
+            return self.compare(got, expected)
+        return close(got, expected, rtol=self.rtol, atol=self.atol)
+
+
+@dataclass
+class CheckResult:
+    """The verdict on one candidate: ``status`` is ``"passed"``, ``"failed"``,
+    ``"not attempted"`` or ``"error"`` (the check itself could not run, e.g. an
+    unknown label); ``passed`` of ``total`` cases; ``message`` is what
+    :func:`check` prints."""
+
+    label: str
+    status: str
+    passed: int = 0
+    total: int = 0
+    message: str = ""
+
+    @property
+    def ok(self):
+        return self.status == "passed"
+
+    def as_dict(self):
+        return {"label": self.label, "status": self.status, "passed": self.passed,
+                "total": self.total, "message": self.message}
+
+    def __str__(self):
+        return self.message
+
+
+def exercise(label, *, notebook, name, signature, reference, cases, compare=None, hint="",
+             rtol=1e-6, atol=1e-9):
+    """Declare (register) a code exercise; returns it. Labels are unique."""
+    if label in _REGISTRY:
+        raise ValueError(f"exercise {label!r} is declared twice")
+    ex = Exercise(label=label, notebook=notebook, name=name, signature=signature,
+                  reference=reference, cases=cases, compare=compare, hint=hint,
+                  rtol=rtol, atol=atol)
+    _REGISTRY[label] = ex
+    return ex
+
+
+def get(label):
+    """The registered exercise with this label (KeyError naming the known ones)."""
+    try:
+        return _REGISTRY[label]
+    except KeyError:
+        raise KeyError(f"no exercise {label!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def exercises(notebook=None):
+    """Every registered exercise, in declaration order; only one notebook's if given
+    (``"scans/01_associative_scan"``)."""
+    return [ex for ex in _REGISTRY.values() if notebook is None or ex.notebook == notebook]
+
+
+def results():
+    """The last result of every label checked in this process (for graders)."""
+    return dict(_RESULTS)
+
+
+def reset_results():
+    _RESULTS.clear()
+
+
+# ----------------------------------------------------------------- comparing
+
+def _as_array(x):
+    """NumPy view of a tensor/array/number, or None for anything else."""
+    if hasattr(x, "detach") and hasattr(x, "cpu"):          # torch.Tensor, without importing torch
+        x = x.detach().cpu()
+        if getattr(x, "is_conj", lambda: False)():
+            x = x.resolve_conj()
+        return x.numpy()
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, bool):
+        return np.asarray(x)
+    return None
+
+
+def close(got, expected, *, rtol=1e-6, atol=1e-9):
+    """``None`` when ``got`` matches ``expected`` (numbers, arrays and tensors
+    within tolerance, tuples/lists elementwise, dicts by key, anything else by
+    ``==``), otherwise a short reason naming the first difference."""
+    if isinstance(expected, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or _as_array(got) is not None:
+            return f"expected a {type(expected).__name__} of {len(expected)} items, got {_kind(got)}"
+        if len(got) != len(expected):
+            return f"expected {len(expected)} items, got {len(got)}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            why = close(g, e, rtol=rtol, atol=atol)
+            if why:
+                return f"item {i}: {why}"
+        return None
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return f"expected a dict, got {_kind(got)}"
+        if set(got) != set(expected):
+            return f"expected the keys {sorted(map(str, expected))}, got {sorted(map(str, got))}"
+        for k in expected:
+            why = close(got[k], expected[k], rtol=rtol, atol=atol)
+            if why:
+                return f"[{k!r}]: {why}"
+        return None
+    e = _as_array(expected)
+    if e is not None:
+        g = _as_array(got)
+        if g is None:
+            if isinstance(got, (list, tuple)):
+                try:
+                    g = np.asarray(got)
+                except (ValueError, TypeError):
+                    g = None
+            if g is None or g.dtype == object:
+                return f"expected {'a number' if e.ndim == 0 else 'an array'}, got {_kind(got)}"
+        if g.shape != e.shape and not (e.ndim == 0 and g.size == 1):
+            return f"expected shape {tuple(e.shape)}, got shape {tuple(g.shape)}"
+        g = g.reshape(e.shape)
+        if not (np.issubdtype(g.dtype, np.number) or g.dtype == bool):
+            return f"expected numbers, got an array of {g.dtype}"
+        if e.dtype == bool or g.dtype == bool:
+            return None if np.array_equal(g, e) else "values differ"
+        with np.errstate(invalid="ignore"):
+            ok = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+        if ok.all():
+            return None
+        if e.ndim == 0:
+            return "values differ"
+        first = tuple(int(i) for i in np.argwhere(~ok)[0])
+        return f"{int((~ok).sum())} of {ok.size} entries differ, first at index {first}"
+    try:
+        same = bool(got == expected)
+    except Exception:   # noqa: BLE001 (a candidate's object may compare badly)
+        same = False
+    return None if same else "values differ"
+
+
+def _kind(x):
+    if x is None:
+        return "None"
+    a = _as_array(x)
+    if a is not None and a.ndim:
+        return f"an array of shape {tuple(a.shape)}"
+    name = type(x).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+
+
+def _short(x, width=120):
+    """A compact, one-line rendering of a value for messages."""
+    a = _as_array(x)
+    if a is not None:
+        with np.printoptions(precision=4, threshold=12, edgeitems=3, linewidth=10_000,
+                             suppress=True):
+            text = np.array2string(a, separator=", ") if a.ndim else repr(a.item())
+        if a.ndim:
+            text = " ".join(text.split())
+    elif isinstance(x, (tuple, list)):
+        inner = ", ".join(_short(v, width) for v in x)
+        text = f"({inner})" if isinstance(x, tuple) else f"[{inner}]"
+    elif isinstance(x, float):
+        text = f"{x:.6g}"
+    else:
+        text = repr(x)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# ----------------------------------------------------------------- checking
+
+def _error_line(exc):
+    """``TypeError: ... (line 3 of your cell)`` without the traceback."""
+    where = ""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        if "rnnlab" not in last.filename.replace("\\", "/").split("/"):
+            where = f" (line {last.lineno} of your code)"
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def evaluate(label, candidate):
+    """Run ``candidate`` on every case of exercise ``label``; return a :class:`CheckResult`.
+
+    Never raises (but on Ctrl-C); records the result for :func:`results`."""
+    try:
+        result = _evaluate(label, candidate)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 (a check must never raise into a student's notebook)
+        result = CheckResult(label=str(label), status="error",
+                             message=f"{label}: the check itself failed ({_error_line(exc)}); "
+                                     "please report this")
+    _RESULTS[result.label] = result
+    return result
+
+
+def _evaluate(label, candidate):
+    if label not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        return CheckResult(label=str(label), status="error",
+                           message=f"{label!r} is not an exercise label; known labels: {known}")
+    ex = _REGISTRY[label]
+    if not callable(candidate):
+        return CheckResult(label=label, status="failed",
+                           message=f"{label}: expected a function {ex.signature}, got {_kind(candidate)}")
+    cases = list(ex.cases())
+    total = len(cases)
+    passed = 0
+    for i, case in enumerate(cases, 1):
+        expected = ex.reference(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+        try:
+            got = candidate(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+        except NotImplementedError:
+            return CheckResult(label=label, status="not attempted", total=total,
+                               message=f"{label}: not attempted yet (the starter still raises "
+                                       f"NotImplementedError); fill in {ex.signature} and run the "
+                                       "check again")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            return _failure(ex, passed, total, i, case,
+                            f"your function raised {_error_line(exc)}")
+        why = ex.agree(got, expected)
+        if why:
+            return _failure(ex, passed, total, i, case,
+                            f"expected {_short(expected)}, got {_short(got)} ({why})")
+        passed += 1
+    return CheckResult(label=label, status="passed", passed=passed, total=total,
+                       message=f"{label}: passed, {passed} of {total} cases")
+
+
+def _failure(ex, passed, total, i, case, what):
+    msg = f"{ex.label}: case {i} of {total} failed: for {case.describe(ex.parameter_names())}, {what}"
+    if ex.hint:
+        msg += f"\n  hint: {ex.hint}"
+    return CheckResult(label=ex.label, status="failed", passed=passed, total=total, message=msg)
+
+
+def check(label, candidate):
+    """Check your answer to exercise ``label`` and print the verdict.
+
+    ``candidate`` is the function you wrote in the exercise's starter cell. The
+    check runs a few small fixed cases against rnnlab's own answer and prints
+    ``passed``, ``not attempted yet``, or the first failing case with the
+    expected and the returned value. It never raises."""
+    result = evaluate(label, candidate)
+    print(result.message)
