@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: env book test test-unit test-cudasim test-notebooks bench clean
+.PHONY: env book test test-unit test-cudasim test-notebooks student test-student bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,19 +27,28 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
-test: test-unit test-cudasim test-notebooks
+test: test-unit test-cudasim test-notebooks test-student
 
 test-unit: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/cudasim
+	$(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student
 
 # The CUDA kernels, run by numba's CUDA simulator in a process of their own.
 test-cudasim: $(STAMP)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests/cudasim
 
-# Every chapter re-executed; cells marked NBVAL_CHECK_OUTPUT must reproduce their stored output.
+# Every chapter re-executed; cells tagged nbval-check-output must reproduce their stored output.
 test-notebooks: $(STAMP)
 	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
 		-p no:cacheprovider book
+
+# The student notebooks (solutions removed) of every chapter, into student/ (committed;
+# tests/test_exercises.py checks that the folder is current and leaks nothing).
+student: $(STAMP)
+	$(PY) -m rnnlab.book student student/
+
+# Every student notebook runs top to bottom; the only errors are unfilled starters.
+test-student: $(STAMP)
+	$(PY) -m pytest -p no:cacheprovider tests/student
 
 bench: $(STAMP)
 	$(PY) -m rnnlab.bench scan
