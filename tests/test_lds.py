@@ -295,6 +295,29 @@ def test_bad_inputs():
         m(torch.randn(3, 5, 2), torch.zeros(3, 5, dtype=torch.complex64))
 
 
+@pytest.mark.parametrize("model", [lambda: LDS(2, 4, 1), lambda: LDS(2, 4, 1, algorithm="fft"),
+                                   lambda: LDStack(2, 4, 1, depth=2)])
+def test_input_dtype_must_match_the_parameters(model):
+    m = model()
+    with pytest.raises(TypeError, match=r"x has dtype torch.float64 but the model's parameters are torch.float32"):
+        m(torch.randn(3, 5, 2, dtype=torch.float64))
+    y, _ = m.double()(torch.randn(3, 5, 2, dtype=torch.float64))
+    assert y.dtype == torch.float64
+
+
+@pytest.mark.parametrize("model", [lambda: LDS(2, 4, 3), lambda: LDS(2, 4, 3, algorithm="fft"),
+                                   lambda: LDStack(2, 4, 3, depth=2)])
+def test_empty_sequence_gives_no_outputs_and_keeps_the_state(model):
+    m = model()
+    y, s = m(torch.randn(5, 0, 2))
+    assert y.shape == (5, 0, 3) and s.shape == (5, 4) and not s.any()
+    h0 = torch.randn(5, 4, dtype=torch.complex64)
+    y, s = m(torch.randn(5, 0, 2), h0)
+    assert torch.equal(s, h0)
+    y, s = m(torch.randn(0, 7, 2))
+    assert y.shape == (0, 7, 3) and s.shape == (0, 4)
+
+
 @pytest.mark.parametrize("eigenvalues", ["free", "unit"])
 @pytest.mark.parametrize("init", ["uniform", "roots"])
 @pytest.mark.parametrize("pairs", [True, False])

@@ -293,6 +293,13 @@ def test_error_empty():
         linear_scan(torch.rand(4), torch.randn(2, 0, 4))
 
 
+@pytest.mark.parametrize("reverse", ["yes", 1, None, 0.0])
+def test_error_reverse_not_bool(reverse):
+    a, b = _ok()
+    with pytest.raises(TypeError, match="reverse must be True or False"):
+        linear_scan(a, b, reverse=reverse)
+
+
 def test_error_a_shape():
     a, b = _ok()
     with pytest.raises(ValueError, match=r"a must have shape \(B, T, C\)=\(2, 3, 4\)"):

@@ -13,6 +13,7 @@ every backend computes it with the same kind of kernel as the forward pass.
 import importlib
 import os
 
+import numpy as np
 import torch
 
 BACKENDS = ("auto", "torch", "cpu", "cuda")
@@ -160,5 +161,7 @@ def linear_scan(a, b, h0=None, *, reverse=False, backend="auto"):
     respect to ``a``, ``b`` and ``h0``; the backward pass is a linear scan in
     the opposite direction.
     """
+    if not isinstance(reverse, (bool, np.bool_)):
+        raise TypeError(f"linear_scan: reverse must be True or False, got {reverse!r}")
     name = _check_inputs(a, b, h0, backend)
     return LinearScan.apply(a, b, h0, bool(reverse), name)

@@ -583,8 +583,12 @@ class LDS(nn.Module):
                              f"got {tuple(x.shape)}")
         if x.is_complex() or not x.is_floating_point():
             raise TypeError(f"{type(self).__name__}: x must be a real floating tensor, got {x.dtype}")
-        x = x if self.batch_first else x.transpose(0, 1)
-        return x.to(self.theta.dtype)
+        if x.dtype != self.theta.dtype:
+            # as torch's own modules do: never compute silently in another precision
+            raise TypeError(f"{type(self).__name__}: x has dtype {x.dtype} but the model's parameters are "
+                            f"{self.theta.dtype}; convert one of them (x.to({self.theta.dtype}) or "
+                            f"model.to({x.dtype}))")
+        return x if self.batch_first else x.transpose(0, 1)
 
     def _complex_dtype(self):
         return torch.complex128 if self.theta.dtype == torch.float64 else torch.complex64
@@ -737,6 +741,8 @@ class LDS(nn.Module):
         return y, sT
 
     def forward(self, x, h0=None):
+        if isinstance(x, torch.Tensor) and x.dim() == 3 and x.shape[0] * x.shape[1] == 0:
+            return self._forward_empty(x, h0)
         if self.algorithm == "fft":
             xc = self._check_x(x)
             y, sT = self._forward_fft(xc, self._check_h0(h0, xc.shape[0]))
@@ -757,6 +763,15 @@ class LDS(nn.Module):
         if not self.batch_first:
             y = y.transpose(0, 1)
         return y, sT
+
+    def _forward_empty(self, x, h0):
+        """T = 0 (or B = 0): no outputs, and the final state is the initial one (zeros if None)."""
+        xc = self._check_x(x)
+        h0c = self._check_h0(h0, xc.shape[0])
+        y = xc.new_zeros(xc.shape[0], xc.shape[1], self.output_size)
+        sT = h0c if h0c is not None else torch.zeros(xc.shape[0], self.hidden_size, dtype=self._complex_dtype(),
+                                                     device=xc.device)
+        return (y if self.batch_first else y.transpose(0, 1)), sT
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, {self.output_size}, eigenvalues={self.eigenvalue_param!r}, "

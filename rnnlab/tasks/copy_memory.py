@@ -6,8 +6,11 @@ A sequence of length T + 20 over the tokens 0..9::
     targets: 0 (T + 10 times)               | a_1 .. a_10
 
 ``a_i`` are drawn uniformly from the alphabet {1, .., 8}, 0 is the blank and 9
-the "go" marker. After the marker the network must output the 10 symbols it
-saw T steps earlier; everywhere else the answer is blank. A memoryless
+the "go" marker. After the marker the network must output the 10 symbols in
+order; everywhere else the answer is blank. Symbol ``a_i`` is read at step
+``i`` and must be written at step ``T + 10 + i``: every symbol is recalled
+``T + 10`` steps after it was seen (``T + 1`` steps separate the last symbol
+from the first recall). A memoryless
 predictor that outputs blank until the end and then guesses uniformly among
 the 8 symbols reaches the baseline cross-entropy (averaged over all T + 20
 steps) ``10 ln 8 / (T + 20)``.
@@ -53,9 +56,10 @@ def copy_memory(T, n, seed=0):
 
     Both are int64 tensors of shape ``(n, T + 20)`` of token ids (see the
     module docstring for the layout); the same ``seed`` gives the same data.
-    ``T`` ≥ 1 is the number of steps between the last symbol and the first
-    recalled one minus 10, as in Arjovsky et al. (T − 1 blanks, then the
-    marker, then 10 blanks while the answer is written).
+    ``T`` ≥ 1 is the delay as Arjovsky et al. define it: T − 1 blanks, then
+    the marker, then 10 blanks while the answer is written. Each symbol is
+    recalled ``T + 10`` steps after it was read (``T + 1`` steps from the last
+    symbol to the first recall).
     """
     _check_int("T", T, 1)
     _check_int("n", n, 1)
