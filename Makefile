@@ -1,6 +1,7 @@
 # rnnlab: the two commands a new reader or CI needs.
 #   make book   set up .venv if needed, execute every notebook, build _build/html (warnings are errors)
 #   make test   set up .venv if needed, run the whole test suite
+#   make test-gpu   on a machine with an NVIDIA GPU: the CUDA kernels on it, then the benchmarks' GPU rows
 # Set-up installs the pinned CPU torch wheel first (it lies on disk on the project's machines; elsewhere
 # override it, e.g. `make test TORCH=torch`), then rnnlab with its book, test and cuda extras.
 
@@ -11,7 +12,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: env book test test-unit test-cudasim test-notebooks student test-student bench clean
+.PHONY: env book test test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks student test-student \
+	test-gpu bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +29,27 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
-test: test-unit test-cudasim test-notebooks test-student
+test: test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks test-student
 
+# RNNLAB_IPYWIDGETS_MAJOR: tests/test_widgets_compat.py asserts which ipywidgets was imported.
 test-unit: $(STAMP)
-	$(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student
+	RNNLAB_IPYWIDGETS_MAJOR=8 $(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student --ignore=tests/gpu
+
+# The widget tests again under ipywidgets 7.7, the version Colab preinstalls, from a prefix of
+# its own (.venv keeps ipywidgets 8; installed once, re-made when .venv is). ipywidgets 7.7.1's
+# own requirement ranges pick its front-end packages; --no-deps: the rest comes from .venv.
+IPYWIDGETS7      := $(VENV)/ipywidgets7
+IPYWIDGETS7_REQS := "ipywidgets==7.7.1" "widgetsnbextension~=3.6.0" "jupyterlab_widgets>=1.0.0,<2" \
+	"ipython_genutils~=0.2.0"
+
+$(IPYWIDGETS7)/.installed: $(STAMP)
+	rm -rf $(IPYWIDGETS7)
+	$(PIP) install --no-deps --no-compile --target $(IPYWIDGETS7) $(IPYWIDGETS7_REQS)
+	@touch $@
+
+test-widgets-ipywidgets7: $(IPYWIDGETS7)/.installed
+	PYTHONPATH=$(abspath $(IPYWIDGETS7)) RNNLAB_IPYWIDGETS_MAJOR=7 $(PY) -m pytest -p no:cacheprovider \
+		-W "ignore::DeprecationWarning:ipywidgets.widgets.widget" tests/test_widgets*.py
 
 # The CUDA kernels, run by numba's CUDA simulator in a process of their own.
 test-cudasim: $(STAMP)
@@ -49,6 +68,16 @@ student: $(STAMP)
 # Every student notebook runs top to bottom; the only errors are unfilled starters.
 test-student: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider tests/student
+
+# Every CUDA kernel on a real GPU against its torch reference (tests/gpu), then the GPU rows of
+# both benchmarks (linear_scan against torch's own ops on the GPU; LDS and LDStack against cuDNN's
+# LSTM). Fails with "no CUDA device" where there is none. A CPU build of torch in .venv is replaced
+# by $(TORCH) when the driver lists a GPU: `make test-gpu TORCH=torch` takes PyPI's CUDA build.
+test-gpu: $(STAMP)
+	$(PY) tests/gpu/prepare.py --torch '$(TORCH)'
+	$(PY) -m pytest -p no:cacheprovider tests/gpu
+	$(PY) -m rnnlab.bench scan --backends cuda
+	$(PY) -m rnnlab.bench lds --devices cuda
 
 bench: $(STAMP)
 	$(PY) -m rnnlab.bench scan

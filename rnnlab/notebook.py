@@ -1,5 +1,7 @@
 """What the first cell of every chapter calls: seed, report the device, and on
-Colab with a GPU make sure numba-cuda matches torch's CUDA.
+Colab with a GPU make sure numba-cuda matches torch's CUDA; and
+:func:`book_file`, which finds the book's committed data files wherever a
+notebook runs (in a checkout, or alone on Colab).
 
 The first cell of every notebook is::
 
@@ -10,17 +12,31 @@ The first cell of every notebook is::
         import rnnlab
     rnnlab.setup_notebook()
 """
+import importlib
+import importlib.metadata
 import importlib.util
+import json
 import os
+import pathlib
 import platform
 import random
+import re
 import subprocess
 import sys
+import tempfile
+import urllib.parse
+import urllib.request
 
 import numpy as np
 import torch
 
 from . import __version__
+
+#: The oldest numba-cuda that :func:`ensure_numba_cuda` accepts: from 0.16 on,
+#: numba-cuda links through nvJitLink (cuda.core's Linker), which compiles PTX
+#: newer than the driver (the ``CUDA_ERROR_UNSUPPORTED_PTX_VERSION`` fix); 0.20
+#: is also what the ``cuda`` extra of pyproject.toml asks for (the PTX tests).
+MIN_NUMBA_CUDA = "0.20"
 
 
 def on_colab():
@@ -37,25 +53,157 @@ def cuda_extra_for_torch():
     return f"cu{major}" if major in (12, 13) else None
 
 
+# ---------------------------------------------------------------- numba-cuda on a GPU runtime
+
+def _installed_version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _version_tuple(text):
+    """``"0.20.1"`` -> ``(0, 20, 1)`` (leading numeric release only; enough to compare with a minimum)."""
+    match = re.match(r"\d+(\.\d+)*", text or "")
+    return tuple(int(p) for p in match.group(0).split(".")) if match else ()
+
+
+def _site_dirs():
+    import site
+    dirs = set(site.getsitepackages()) | {site.getusersitepackages()}
+    dirs |= {p for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
+    return sorted((os.path.realpath(d) for d in dirs if d and os.path.isdir(d)), key=len, reverse=True)
+
+
+def _loaded_top_level_names():
+    """Top-level import names in use by this process: imported modules, and the
+    package folders of every shared library it has mapped (``/proc/self/maps``;
+    torch loads its CUDA libraries from ``site-packages/nvidia/...`` by path,
+    without importing them)."""
+    names = {name.partition(".")[0] for name in list(sys.modules)}
+    sites = _site_dirs()
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+    except OSError:  # not Linux
+        paths = set()
+    for path in paths:
+        real = os.path.realpath(path) if path.startswith("/") else path
+        for site_dir in sites:
+            if real.startswith(site_dir + os.sep):
+                names.add(real[len(site_dir) + 1:].split(os.sep, 1)[0])
+                break
+    return names
+
+
+def frozen_requirements():
+    """``name==version`` for every installed distribution this process has loaded.
+
+    Those are the distributions that a ``pip install`` run from this process
+    must not change: Python keeps the old modules (and the dynamic loader the
+    old libraries) until the runtime restarts. They are: the distributions
+    providing an imported module, those whose shared libraries are mapped,
+    and every ``nvidia-*`` distribution (the CUDA libraries that torch
+    requires at exact versions and may load later). Returns a sorted list.
+    """
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # pragma: no cover - packaging comes with matplotlib
+        InvalidVersion, Version = ValueError, str
+    owners = importlib.metadata.packages_distributions()
+    wanted = set()
+    for name in _loaded_top_level_names():
+        wanted.update(owners.get(name, ()))
+    pins = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name or not dist.version:
+            continue
+        try:
+            Version(dist.version)
+        except InvalidVersion:  # pip would reject the whole constraints file
+            continue
+        if name in wanted or name.lower().startswith("nvidia-"):
+            key = re.sub(r"[-_.]+", "-", name).lower()
+            pins.setdefault(key, f"{key}=={dist.version}")
+    return sorted(pins.values())
+
+
+def _redirect_numba_cuda():
+    """Make ``import numba.cuda`` load numba-cuda in this process.
+
+    numba-cuda installs ``_numba_cuda_redirector.pth``, which Python runs only
+    at start-up: after installing numba-cuda into a running kernel, its
+    redirector must be imported by hand (before ``numba.cuda`` is first
+    imported) or numba's own, older CUDA target is used.
+    """
+    importlib.invalidate_caches()
+    if importlib.util.find_spec("_numba_cuda_redirector") is not None:
+        importlib.import_module("_numba_cuda_redirector")
+
+
+def _numba_cuda_command(spec, constraints_file, quiet):
+    cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
+           "--upgrade-strategy", "only-if-needed", "-c", constraints_file, spec]
+    if quiet:
+        cmd.insert(4, "-q")
+    return cmd
+
+
+def _numba_cuda_imported():
+    """True when ``numba.cuda`` (numba's own or numba-cuda's) is already imported here."""
+    return "numba.cuda" in sys.modules or "numba_cuda" in sys.modules
+
+
 def ensure_numba_cuda(quiet=True):
-    """On a GPU machine, install ``numba-cuda[cuXY]`` matching torch's CUDA if absent.
+    """On a GPU machine, make sure ``numba-cuda[cuXY]`` (XY: torch's CUDA major) is installed.
 
     A CUDA toolkit newer than the driver fails with
-    ``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``; numba-cuda with the extra that
-    matches torch's CUDA links through nvJitLink and avoids it. Returns a
-    sentence saying what was done.
+    ``CUDA_ERROR_UNSUPPORTED_PTX_VERSION``; numba-cuda (at least
+    :data:`MIN_NUMBA_CUDA`) with the extra that matches torch's CUDA links
+    through nvJitLink and avoids it. Colab preinstalls an older numba-cuda
+    (with RAPIDS), which is replaced here.
+
+    The install never changes a package this process has already loaded: pip
+    runs with a constraints file pinning :func:`frozen_requirements` (every
+    distribution with an imported module or a mapped shared library, and all
+    ``nvidia-*`` CUDA libraries, which torch pins exactly), so it may only add
+    packages or change ones nobody has loaded; where that is impossible pip
+    fails and this says so, instead of forcing a runtime restart. Returns a
+    sentence saying what was done; never raises for a failed install.
     """
     extra = cuda_extra_for_torch()
     if not torch.cuda.is_available() or extra is None:
         return "no GPU: the CPU kernels are used"
-    if importlib.util.find_spec("numba_cuda") is not None:
-        return "numba-cuda already installed"
-    cmd = [sys.executable, "-m", "pip", "install", f"numba-cuda[{extra}]"]
-    if quiet:
-        cmd.insert(4, "-q")
-    subprocess.run(cmd, check=True)
-    return f"installed numba-cuda[{extra}] to match torch's CUDA {torch.version.cuda}"
+    have = _installed_version("numba-cuda")
+    if have is not None and _version_tuple(have) >= _version_tuple(MIN_NUMBA_CUDA):
+        if not _numba_cuda_imported():
+            _redirect_numba_cuda()
+        return f"numba-cuda {have} already installed"
+    if _numba_cuda_imported():
+        found = f"numba-cuda {have}" if have else "numba's own CUDA target"
+        return (f"numba.cuda is already imported ({found}): restart the runtime and run this cell "
+                f"first, so that numba-cuda[{extra}]>={MIN_NUMBA_CUDA} can be installed")
+    spec = f"numba-cuda[{extra}]>={MIN_NUMBA_CUDA}"
+    with tempfile.NamedTemporaryFile("w", suffix="-constraints.txt", delete=False) as f:
+        f.write("\n".join(frozen_requirements()) + "\n")
+        constraints = f.name
+    try:
+        done = subprocess.run(_numba_cuda_command(spec, constraints, quiet), capture_output=quiet, text=True)
+    finally:
+        os.unlink(constraints)
+    if done.returncode != 0:
+        why = (done.stderr or "").strip().splitlines()[-3:] if quiet else []
+        return (f"could not install {spec} without changing a package already loaded "
+                f"(pip exit status {done.returncode}{': ' + ' | '.join(why) if why else ''}); "
+                f"the CUDA kernels may fail to link: restart the runtime and run "
+                f"`pip install \"{spec}\"` before anything else")
+    _redirect_numba_cuda()
+    return (f"installed numba-cuda {_installed_version('numba-cuda')} [{extra}] to match torch's CUDA "
+            f"{torch.version.cuda} (no loaded package changed)")
 
+
+# ---------------------------------------------------------------- report, seeds, the first cell
 
 def device_report():
     """One line naming the device rnnlab's kernels will use."""
@@ -82,3 +230,137 @@ def setup_notebook(seed=0):
     seed_everything(seed)
     print(device_report())
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+# ---------------------------------------------------------------- the book's data files
+
+def cache_dir():
+    """Where :func:`book_file` keeps downloaded files: ``$RNNLAB_CACHE``, else
+    ``$XDG_CACHE_HOME/rnnlab``, else ``~/.cache/rnnlab``."""
+    if os.environ.get("RNNLAB_CACHE"):
+        return pathlib.Path(os.environ["RNNLAB_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
+    return pathlib.Path(base) / "rnnlab"
+
+
+def find_checkout(start=None):
+    """The repository root above ``start`` (default: the working directory): the
+    first folder, going up, that holds ``_config.yml`` and ``book/``; or None."""
+    here = pathlib.Path.cwd() if start is None else pathlib.Path(start)
+    here = here.resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_config.yml").is_file() and (folder / "book").is_dir():
+            return folder
+    return None
+
+
+def _direct_url(dist="rnnlab"):
+    """The PEP 610 record (``direct_url.json``) of how ``dist`` was installed, as a dict, or None
+    (not installed, or installed from an index)."""
+    # Every distribution of that name on the path: a checkout's own ``rnnlab.egg-info``
+    # may come first (when the working directory is the checkout); the installed one has the record.
+    for found in importlib.metadata.distributions(name=dist):
+        text = found.read_text("direct_url.json")
+        if text:
+            try:
+                return json.loads(text)
+            except ValueError:
+                continue
+    return None
+
+
+_GITHUB = re.compile(r"^(?:git\+)?(?:https?://|ssh://git@|git@)github\.com[/:]"
+                     r"(?P<owner>[^/]+)/(?P<repo>[^/@#?]+?)(?:\.git)?/?(?:[@#?].*)?$")
+
+
+def github_repo(url):
+    """``(owner, repo)`` of a GitHub repository URL (https, ssh or ``git+`` forms), or None."""
+    match = _GITHUB.match(url or "")
+    return (match.group("owner"), match.group("repo")) if match else None
+
+
+def raw_url(owner, repo, ref, relpath):
+    """Where GitHub serves ``book/<relpath>`` of ``owner/repo`` at ``ref`` (a commit or branch)."""
+    quoted = urllib.parse.quote(f"book/{relpath}")
+    return f"https://raw.githubusercontent.com/{owner}/{repo}/{ref}/{quoted}"
+
+
+def _fetch(url, timeout=60):
+    """The bytes at ``url`` (tests replace this: no network in the test suite)."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+def _check_relpath(relpath):
+    if not isinstance(relpath, (str, os.PathLike)):
+        raise TypeError(f"book_file: relpath must be a str or path, got {type(relpath).__name__}")
+    text = pathlib.PurePath(relpath).as_posix()
+    parts = pathlib.PurePosixPath(text).parts
+    if not parts or text in (".", "") or pathlib.PurePath(relpath).is_absolute() or ".." in parts:
+        raise ValueError(f"book_file: relpath must be a path inside book/, like "
+                         f"'lds/data/bench-lds-cpu.json', got {str(relpath)!r}")
+    return text
+
+
+def book_file(relpath):
+    """The file ``book/<relpath>`` of the rnnlab repository, as a :class:`pathlib.Path`.
+
+    For committed results that a notebook reads (``book_file("lds/data/bench-lds-cpu.json")``),
+    wherever the notebook runs:
+
+    1. in a checkout: the working directory is inside a folder holding
+       ``_config.yml`` and ``book/`` (jupyter-book and nbval run a notebook in
+       its own folder): that folder's ``book/<relpath>``;
+    2. rnnlab installed from a local folder (``pip install -e .``): that
+       folder's ``book/<relpath>``, when it exists;
+    3. rnnlab installed from a git URL on GitHub (the first cell on Colab,
+       ``pip install "rnnlab @ git+https://github.com/<owner>/<repo>"``):
+       downloaded once from ``raw.githubusercontent.com`` at the installed
+       commit into :func:`cache_dir`, and the cached copy after that;
+    4. otherwise :class:`FileNotFoundError`, naming the file and how to get it.
+    """
+    rel = _check_relpath(relpath)
+    checkout = find_checkout()
+    if checkout is not None:
+        path = checkout / "book" / rel
+        if path.is_file():
+            return path
+        raise FileNotFoundError(
+            f"book_file: {path} does not exist in this checkout ({checkout}); "
+            f"it is committed in the repository: `git pull`, or `git checkout -- book/{rel}`")
+    record = _direct_url() or {}
+    url = record.get("url", "")
+    if url.startswith("file://"):
+        folder = pathlib.Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
+        path = folder / "book" / rel
+        if path.is_file():
+            return path
+        raise FileNotFoundError(
+            f"book_file: {path} does not exist (rnnlab is installed from the folder {folder}); "
+            f"it is committed in the repository: `git pull` there, or run the notebook in a full checkout")
+    vcs = record.get("vcs_info") or {}
+    repo = github_repo(url) if vcs.get("vcs", "git") == "git" else None
+    if repo is not None:
+        ref = vcs.get("commit_id") or vcs.get("requested_revision") or "main"
+        dest = cache_dir() / repo[0] / repo[1] / ref / "book" / rel
+        if dest.is_file():
+            return dest
+        source = raw_url(*repo, ref, rel)
+        try:
+            data = _fetch(source)
+        except OSError as exc:  # URLError, HTTPError (404), timeouts: all OSError
+            raise FileNotFoundError(
+                f"book_file: could not download book/{rel} from {source} ({exc}); "
+                f"connect to the internet, or clone https://github.com/{repo[0]}/{repo[1]} "
+                f"and run the notebook inside it") from exc
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+        tmp.write_bytes(data)
+        os.replace(tmp, dest)
+        return dest
+    how = f"installed from {url}" if url else "not installed from a git URL"
+    raise FileNotFoundError(
+        f"book_file: cannot find book/{rel}: the working directory {pathlib.Path.cwd()} is not inside an "
+        f"rnnlab checkout (a folder with _config.yml and book/), and rnnlab was {how}. Clone the repository "
+        f"and run the notebook inside it, or install rnnlab with "
+        f"`pip install \"rnnlab @ git+https://github.com/<owner>/<repo>\"` so the file can be downloaded")
