@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
 .PHONY: env book test test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks student test-student \
-	test-gpu bench clean
+	test-browser test-gpu bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,11 +29,12 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
-test: test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks test-student
+test: test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks test-browser test-student
 
 # RNNLAB_IPYWIDGETS_MAJOR: tests/test_widgets_compat.py asserts which ipywidgets was imported.
 test-unit: $(STAMP)
-	RNNLAB_IPYWIDGETS_MAJOR=8 $(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student --ignore=tests/gpu
+	RNNLAB_IPYWIDGETS_MAJOR=8 $(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student --ignore=tests/gpu \
+		--ignore=tests/browser
 
 # The widget tests again under ipywidgets 7.7, the version Colab preinstalls, from a prefix of
 # its own (.venv keeps ipywidgets 8; installed once, re-made when .venv is). ipywidgets 7.7.1's
@@ -59,6 +60,15 @@ test-cudasim: $(STAMP)
 test-notebooks: $(STAMP)
 	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
 		-p no:cacheprovider book
+
+# The book built from the notebooks' stored outputs (execution off, warnings are errors) into a
+# folder of its own (pytest's temporary one; RNNLAB_BROWSER_BUILD=dir keeps it), then every page in
+# headless Chromium with no network (console errors, failed requests, math, widget snapshots, links)
+# and every widget live under Voila, with a kernel (tests/browser).
+# ensure_chromium.sh finds Chromium or installs it (Debian's package when root, else Playwright's).
+test-browser: $(STAMP)
+	sh tests/browser/ensure_chromium.sh $(PY)
+	$(PY) -m pytest -p no:cacheprovider tests/browser
 
 # The student notebooks (solutions removed) of every chapter, into student/ (committed;
 # tests/test_exercises.py checks that the folder is current and leaks nothing).
