@@ -1,0 +1,113 @@
+"""The code exercises of the LDS chapter (rnnlab/checks/lds.py): the package's
+reference passes its own cases, the notebook's starter is "not attempted", and
+a plausible wrong answer fails with a message that names the failing case."""
+import json
+import pathlib
+import re
+
+import pytest
+import torch
+
+from rnnlab.checks import evaluate, exercises, get
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
+LABELS = ["ex-lds-bprime-2", "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime",
+          "ex-speed-per-step", "ex-speed-depth"]
+
+
+def _cells(notebook):
+    nb = json.loads((ROOT / "book" / f"{notebook}.ipynb").read_text())
+    return nb["cells"]
+
+
+def _tagged(notebook, tag):
+    return ["".join(c["source"]) for c in _cells(notebook)
+            if c["cell_type"] == "code" and tag in c.get("metadata", {}).get("tags", [])]
+
+
+def test_every_lds_exercise_is_declared_for_its_notebook():
+    declared = [ex.label for nb in NOTEBOOKS for ex in exercises(nb)]
+    assert declared == LABELS
+    for nb in NOTEBOOKS:
+        checked = [re.search(r'check\("([\w-]+)", (\w+)\)', src).groups()
+                   for src in _tagged(nb, "exercise-check")]
+        assert checked == [(ex.label, ex.name) for ex in exercises(nb)], nb
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_reference_passes_its_own_cases(label):
+    ex = get(label)
+    result = evaluate(label, ex.reference)
+    assert result.status == "passed", result.message
+    assert 3 <= result.total <= 6
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_notebook_starters_are_not_attempted(notebook):
+    starters = _tagged(notebook, "exercise-starter")
+    assert len(starters) == len(exercises(notebook))
+    for ex, source in zip(exercises(notebook), starters):
+        assert source.lstrip().startswith(f"def {ex.signature}:"), source
+        namespace = {}
+        exec(source, namespace)                      # defining it raises nothing
+        result = evaluate(ex.label, namespace[ex.name])
+        assert result.status == "not attempted", result.message
+        assert "not attempted yet" in result.message
+
+
+def _two_modes_wrong_sign(lam):
+    return lam / (lam[0] - lam[1])                   # B'_2 with the wrong sign
+
+
+def _h0_forgotten(stack, x, h0):
+    from rnnlab.models.ldstack import rnn_reference
+
+    with torch.no_grad():                            # both started from 0, not from h0
+        rnn = rnn_reference(x, stack.A, stack.B, stack.nonlinearity)
+        layers = stack.layer_states(x)
+    return [int(torch.cumprod((s - rnn).abs().amax(dim=(0, 2)) < 1e-12, 0).sum())
+            for s in layers]
+
+
+def _first_layer_only(lam, drive):
+    from rnnlab import linear_scan
+
+    return linear_scan(lam, drive)
+
+
+def _divided_readout(model):
+    with torch.no_grad():
+        return model.output_weights() / model.input_weights()[:, None]
+
+
+def _slope_of_end_points(T, seconds):
+    return (seconds[-1] - seconds[0]) / (T[-1] - T[0])
+
+
+def _no_special_cases(t1, tk, k, t_lstm):
+    return 1 + (t_lstm - t1) / ((tk - t1) / (k - 1))
+
+
+WRONG = {
+    "ex-lds-bprime-2": (_two_modes_wrong_sign, 1, "first at index (1,)"),
+    "ex-ldstack-h0": (_h0_forgotten, 1, "expected [0, 1, 2, 3, 4], got [1, 2, 3, 4, 5]"),
+    "ex-ldstack-by-hand": (_first_layer_only, 1, "entries differ"),
+    "ex-copy-bprime": (_divided_readout, 1, "entries differ"),
+    "ex-speed-per-step": (_slope_of_end_points, 2, "values differ"),
+    "ex-speed-depth": (_no_special_cases, 4, "ZeroDivisionError"),
+}
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_wrong_answer_fails_naming_the_case(label):
+    wrong, case, why = WRONG[label]
+    ex = get(label)
+    result = evaluate(label, wrong)
+    assert result.status == "failed", result.message
+    total = len(ex.cases())
+    shown = ex.cases()[case - 1].show
+    assert result.message.startswith(f"{label}: case {case} of {total} failed: for {shown},")
+    assert why in result.message
+    assert result.passed == case - 1
+    assert "hint:" in result.message
