@@ -5,6 +5,8 @@ Commands:
     train <task> [options]    train a model on a task, with a progress bar,
                               resumable checkpoints and a metrics file
         copy-memory           the copying-memory experiment (Kaul 2020's LDS)
+    grade SUBMISSIONS/        grade a folder of submitted notebooks into a CSV
+                              and one feedback file per student (rnnlab.grade)
 
 ``python -m rnnlab train copy-memory --help`` lists a task's options. Tasks
 live in :data:`TRAIN_TASKS`: each maps a name to a module with
@@ -33,6 +35,11 @@ def build_parser():
         sub = tasks.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(module).add_arguments(sub)
         sub.set_defaults(_module=module)
+    from . import grade as grading   # standard library only: cheap to import
+    grade = commands.add_parser("grade", help="grade a folder of submitted notebooks",
+                                description=grading.DESCRIPTION, epilog=grading.LAYOUT_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    grading.add_arguments(grade)
     return parser
 
 
@@ -44,6 +51,9 @@ def main(argv=None):
         except KeyboardInterrupt:
             print("stopped; run the same command again to resume", file=sys.stderr)
             return 130
+    if args.command == "grade":
+        from . import grade
+        return grade.main(args)
     return 2
 
 
