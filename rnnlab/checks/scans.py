@@ -1,2 +1,202 @@
-"""The code exercises of the scans chapter (book/scans/), declared for rnnlab.checks."""
-from .core import Case, exercise  # noqa: F401
+"""The code exercises of the scans chapter (book/scans/), declared for rnnlab.checks.
+
+Every reference answer comes from the package (the counting scans of
+:mod:`rnnlab.kernels.scan_algorithms`, :func:`rnnlab.linear_scan_ref` and
+autograd through it) or, where the package has no such function, from its
+plain NumPy definition; never from a copy of the book's solution.
+"""
+from .core import Case, exercise
+
+NB1 = "scans/01_associative_scan"
+NB2 = "scans/02_gradients_and_kernels"
+
+
+def _counting_scan(algorithm, n, *args):
+    """The counting scan ``algorithm`` of scan_algorithms on ``n`` identity-like pairs."""
+    import numpy as np
+
+    from rnnlab.kernels import scan_algorithms as sa
+
+    return getattr(sa, algorithm)(np.ones(n), np.zeros(n), *args)
+
+
+# ------------------------------------------------------------ 01_associative_scan
+
+def _blelloch_work_depth(n):
+    r = _counting_scan("blelloch_scan", n)
+    return (r.work, r.depth)
+
+
+exercise(
+    "ex-scans-blelloch", notebook=NB1, name="blelloch_work_depth",
+    signature="blelloch_work_depth(n)",
+    reference=_blelloch_work_depth,
+    cases=lambda: [Case((n,), show=f"n = {n}") for n in (1, 2, 8, 5, 4096, 4097)],
+    hint="count the combines and the steps of one up-sweep level and one down-sweep "
+         "level for n = 2^k first; a length that is not a power of two is padded "
+         "with identities to the next power of two before the sweeps.",
+)
+
+
+def _hillis_steele_work(n):
+    return _counting_scan("hillis_steele_scan", n).work
+
+
+exercise(
+    "ex-scans-hs", notebook=NB1, name="hillis_steele_work",
+    signature="hillis_steele_work(n)",
+    reference=_hillis_steele_work,
+    cases=lambda: [Case((n,), show=f"n = {n}") for n in (1, 2, 3, 5, 300, 1024)],
+    hint="the step with offset 2^d updates the slots 2^d .. n - 1; there are "
+         "k = ceil(log2 n) steps, and the last offset may be well below n when n "
+         "is not a power of two.",
+)
+
+
+def _segmented_sums(x, starts):
+    """Running sums that restart at ``starts``, by their definition (one
+    ``numpy.cumsum`` per segment)."""
+    import numpy as np
+
+    x = np.asarray(x)
+    cuts = [s for s in starts if s > 0]
+    return np.concatenate([np.cumsum(part) for part in np.split(x, cuts)])
+
+
+def _segmented_cases():
+    import numpy as np
+
+    return [
+        Case((np.arange(1, 13), [0, 4, 5, 9]),
+             show="x = np.arange(1, 13), starts = [0, 4, 5, 9]"),
+        Case((np.arange(1, 7), []), show="x = np.arange(1, 7), starts = [] (one segment)"),
+        Case((np.array([2.0, -1.0, 0.5, 3.0, -2.0]), [2]),
+             show="x = [2.0, -1.0, 0.5, 3.0, -2.0], starts = [2]"),
+        Case((np.array([4.0, 5.0, 6.0]), [0, 1, 2]),
+             show="x = [4.0, 5.0, 6.0], starts = [0, 1, 2]"),
+        Case((np.arange(1, 9), [7]), show="x = np.arange(1, 9), starts = [7]"),
+        Case((np.array([7.0]), [0]), show="x = [7.0], starts = [0]"),
+    ]
+
+
+exercise(
+    "ex-scans-segmented", notebook=NB1, name="segmented_sums",
+    signature="segmented_sums(x, starts)",
+    reference=_segmented_sums,
+    cases=_segmented_cases,
+    hint="a transition a_t = 0 makes step t forget the past and a_t = 1 keeps it; "
+         "choose the pairs (a_t, b_t) so that the second components of the scan are "
+         "the sums you want.",
+)
+
+
+# ------------------------------------------------------------ 02_gradients_and_kernels
+
+def _problem(seed, B, T, C, dtype, shared_a=False, with_h0=True):
+    """A seeded random recurrence: transitions of modulus in [0.5, 1) (a random
+    sign, or phase when complex), normal inputs ``b``, ``h0`` and ``g``."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    shape = (C,) if shared_a else (B, T, C)
+    modulus = 0.5 + 0.5 * torch.rand(shape, generator=gen, dtype=torch.float64)
+    if dtype.is_complex:
+        angle = 2 * torch.pi * torch.rand(shape, generator=gen, dtype=torch.float64)
+        a = torch.polar(modulus, angle)
+    else:
+        a = modulus * torch.sign(torch.randn(shape, generator=gen, dtype=torch.float64))
+    b = torch.randn(B, T, C, generator=gen, dtype=dtype)
+    h0 = torch.randn(B, C, generator=gen, dtype=dtype) if with_h0 else None
+    g = torch.randn(B, T, C, generator=gen, dtype=dtype)
+    return a.to(dtype), b, h0, g
+
+
+def _describe(dtype, B, T, C, shared_a=False, h0="(B, C)"):
+    name = str(dtype).replace("torch.", "")
+    a = "(C,)" if shared_a else "(B, T, C)"
+    return f"{name}, B, T, C = {B}, {T}, {C}: a {a}, b (B, T, C), h0 {h0}"
+
+
+def _reverse_reference(a, b, h0=None):
+    from rnnlab import linear_scan_ref
+
+    return linear_scan_ref(a, b, h0, reverse=True)
+
+
+def _flip_cases():
+    import torch
+
+    f64, c128 = torch.float64, torch.complex128
+    cases = []
+    setups = [(1, f64, (2, 5, 3), True), (2, c128, (2, 5, 3), True), (3, f64, (1, 6, 2), False),
+              (4, c128, (2, 1, 3), True), (5, f64, (1, 4, 1), True)]
+    for seed, dtype, (B, T, C), with_h0 in setups:
+        a, b, h0, _ = _problem(seed, B, T, C, dtype, with_h0=with_h0)
+        args = (a, b, h0) if with_h0 else (a, b)
+        show = _describe(dtype, B, T, C, h0="(B, C)" if with_h0 else "omitted")
+        cases.append(Case(args, show=show))
+    return cases
+
+
+exercise(
+    "ex-scans-flip", notebook=NB2, name="reverse_by_flipping",
+    signature="reverse_by_flipping(a, b, h0=None)",
+    reference=_reverse_reference,
+    cases=_flip_cases,
+    hint="which dimension of a (B, T, C) tensor is time? Flip every input that varies "
+         "along it, scan forwards, and think about the order of the result.",
+)
+
+
+def _shared_grad_reference(a, b, h0, g):
+    import torch
+
+    from rnnlab import linear_scan_ref
+
+    a = a.clone().requires_grad_(True)
+    (grad_a,) = torch.autograd.grad(linear_scan_ref(a, b, h0), a, g)
+    return grad_a
+
+
+def _shared_cases():
+    import torch
+
+    f64, c128 = torch.float64, torch.complex128
+    cases = []
+    setups = [(11, f64, (2, 5, 3), False), (12, c128, (2, 5, 3), False),
+              (13, c128, (2, 1, 3), False), (14, f64, (1, 4, 1), False),
+              (15, c128, (2, 6, 2), True)]
+    for seed, dtype, (B, T, C), zero_h0 in setups:
+        a, b, h0, g = _problem(seed, B, T, C, dtype, shared_a=True)
+        if zero_h0:
+            h0 = torch.zeros_like(h0)
+        show = _describe(dtype, B, T, C, shared_a=True, h0="zeros (B, C)" if zero_h0 else "(B, C)")
+        cases.append(Case((a, b, h0, g), show=show + ", g (B, T, C)"))
+    return cases
+
+
+exercise(
+    "ex-scans-shared", notebook=NB2, name="shared_transition_grad",
+    signature="shared_transition_grad(a, b, h0, g)",
+    reference=_shared_grad_reference,
+    cases=_shared_cases,
+    hint="the shared a_c is used at every step of every sequence: add up the per-step "
+         "gradients of the complex backward-pass proposition (mind the conjugates and "
+         "which state multiplies a_t).",
+)
+
+
+def _chunked_depth(n, chunks):
+    return _counting_scan("chunked_scan", n, chunks).depth
+
+
+exercise(
+    "ex-scans-chunks", notebook=NB2, name="chunked_depth",
+    signature="chunked_depth(n, chunks)",
+    reference=_chunked_depth,
+    cases=lambda: [Case((n, p), show=f"n = {n}, chunks = {p}")
+                   for n, p in ((4096, 16), (4096, 1), (10, 4), (12, 9), (7, 7), (1, 1))],
+    hint="count the steps with at least one combine in each phase: the longest chunk "
+         "decides the reduce and the rescan, only the chunks that are not empty take "
+         "part in the carry scan, and with one chunk there is no carry to apply.",
+)

@@ -1,0 +1,177 @@
+"""The auto-checks of the scans chapter's code exercises (rnnlab/checks/scans.py).
+
+For every exercise: the package's reference passes its own cases, the
+notebook's starter (and any function raising NotImplementedError) is "not
+attempted", and a plausible wrong answer fails, naming the case that failed.
+"""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import torch
+
+from rnnlab import linear_scan
+from rnnlab.checks import evaluate, exercises, get
+from rnnlab.kernels import scan_algorithms as sa
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LABELS = ["ex-scans-blelloch", "ex-scans-hs", "ex-scans-segmented",
+          "ex-scans-flip", "ex-scans-shared", "ex-scans-chunks"]
+
+
+def _cells(notebook, tag):
+    nb = json.loads((ROOT / "book" / f"{notebook}.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and tag in c.get("metadata", {}).get("tags", [])]
+
+
+def test_the_chapter_declares_exactly_its_exercises():
+    declared = [ex.label for ex in exercises() if ex.notebook.startswith("scans/")]
+    assert sorted(declared) == sorted(LABELS)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_reference_passes_its_own_cases(label):
+    ex = get(label)
+    result = evaluate(label, lambda *a, **k: ex.reference(*a, **k))
+    assert result.status == "passed", result.message
+    assert 3 <= result.total <= 6
+    assert result.message == f"{label}: passed, {result.total} of {result.total} cases"
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_a_starter_is_not_attempted(label):
+    def starter(*args, **kwargs):
+        raise NotImplementedError(f"{label}: fill in")
+
+    result = evaluate(label, starter)
+    assert result.status == "not attempted"
+    assert "not attempted yet" in result.message
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_the_notebook_has_the_starter_and_the_check(label):
+    ex = get(label)
+    starters = {}
+    for source in _cells(ex.notebook, "exercise-starter"):
+        namespace = {}
+        exec(compile(source, f"<starter of {ex.notebook}>", "exec"), namespace)
+        starters.update({k: v for k, v in namespace.items() if callable(v)})
+    assert ex.name in starters, f"no starter cell defines {ex.name}"
+    assert evaluate(label, starters[ex.name]).status == "not attempted"
+    assert f'check("{label}", {ex.name})' in "\n".join(_cells(ex.notebook, "exercise-check"))
+
+
+def _fails_at(label, candidate, case, total, *words):
+    result = evaluate(label, candidate)
+    assert result.status == "failed", result.message
+    assert f"case {case} of {total} failed: for " in result.message, result.message
+    for word in words:
+        assert word in result.message, result.message
+    assert "hint:" in result.message
+    return result
+
+
+# ------------------------------------------------------------ plausible wrong answers
+
+def _ceil_log2(n):
+    return (n - 1).bit_length()
+
+
+def test_blelloch_without_padding_fails_at_a_length_that_is_not_a_power_of_two():
+    def no_padding(n):
+        return 2 * (n - 1), 2 * _ceil_log2(n)
+
+    _fails_at("ex-scans-blelloch", no_padding, 4, 6, "n = 5", "expected (14, 6), got (8, 6)")
+
+
+def test_blelloch_depth_off_by_one_fails_at_the_first_case():
+    def off_by_one(n):
+        k = _ceil_log2(n)
+        return 2 * (2**k - 1), 2 * k + 1
+
+    _fails_at("ex-scans-blelloch", off_by_one, 1, 6, "n = 1")
+
+
+def test_hillis_steele_power_of_two_formula_fails_for_other_lengths():
+    def power_of_two_formula(n):
+        k = _ceil_log2(n)
+        return n * k - n + 1
+
+    _fails_at("ex-scans-hs", power_of_two_formula, 3, 6, "n = 3", "expected 3, got 4")
+
+
+def test_segmented_sums_with_swapped_gates_fail():
+    def swapped(x, starts):
+        gates = np.zeros_like(x)
+        gates[starts] = 1
+        return sa.blelloch_scan(gates, x).b
+
+    _fails_at("ex-scans-segmented", swapped, 1, 6, "starts = [0, 4, 5, 9]")
+
+
+def test_segmented_sums_reset_one_step_late_fail():
+    def late(x, starts):
+        gates = np.ones_like(x)
+        gates[[s + 1 for s in starts if s + 1 < len(x)]] = 0
+        return sa.blelloch_scan(gates, x).b
+
+    _fails_at("ex-scans-segmented", late, 1, 6, "x = np.arange(1, 13)")
+
+
+def test_reverse_by_flipping_without_flipping_back_fails():
+    def not_flipped_back(a, b, h0=None):
+        return linear_scan(a.flip(1), b.flip(1), h0)
+
+    _fails_at("ex-scans-flip", not_flipped_back, 1, 5, "float64, B, T, C = 2, 5, 3")
+
+
+def test_reverse_by_flipping_the_channels_fails():
+    def wrong_dimension(a, b, h0=None):
+        return linear_scan(a.flip(2), b.flip(2), h0).flip(2)
+
+    _fails_at("ex-scans-flip", wrong_dimension, 1, 5)
+
+
+def _shared_grad(a, b, h0, g, conj=True, shift=True):
+    h = linear_scan(a, b, h0)
+    G = linear_scan(a.conj(), g, reverse=True)
+    h_prev = torch.cat([h0[:, None], h[:, :-1]], dim=1) if shift else h
+    return (G * (h_prev.conj() if conj else h_prev)).sum(dim=(0, 1))
+
+
+def test_shared_transition_grad_without_the_conjugate_fails_on_complex_numbers():
+    result = _fails_at("ex-scans-shared", lambda *args: _shared_grad(*args, conj=False),
+                       2, 5, "complex128")
+    assert result.passed == 1          # the real case passes: only the conjugate is missing
+
+
+def test_shared_transition_grad_with_the_current_state_fails():
+    _fails_at("ex-scans-shared", lambda *args: _shared_grad(*args, shift=False), 1, 5, "float64")
+
+
+def test_shared_transition_grad_summed_over_time_only_fails_on_shape():
+    def per_sequence(a, b, h0, g):
+        h = linear_scan(a, b, h0)
+        G = linear_scan(a.conj(), g, reverse=True)
+        h_prev = torch.cat([h0[:, None], h[:, :-1]], dim=1)
+        return (G * h_prev.conj()).sum(dim=1)
+
+    _fails_at("ex-scans-shared", per_sequence, 1, 5, "expected shape (3,), got shape (2, 3)")
+
+
+def test_chunked_depth_of_the_text_formula_fails_for_one_chunk():
+    def text_formula(n, chunks):
+        return 2 * -(-n // chunks) + _ceil_log2(chunks) - 1
+
+    _fails_at("ex-scans-chunks", text_formula, 2, 6, "n = 4096, chunks = 1",
+              "expected 8190, got 8191")
+
+
+def test_chunked_depth_ignoring_empty_chunks_fails():
+    def all_chunks(n, chunks):
+        length = -(-n // chunks)
+        return 2 * (length - 1) + _ceil_log2(chunks) + (1 if chunks > 1 else 0)
+
+    _fails_at("ex-scans-chunks", all_chunks, 4, 6, "n = 12, chunks = 9")
