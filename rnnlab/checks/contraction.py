@@ -1,2 +1,251 @@
-"""The code exercises of the contraction chapter (book/contraction/), declared for rnnlab.checks."""
-from .core import Case, exercise  # noqa: F401
+"""The code exercises of the contraction chapter (book/contraction/), declared for rnnlab.checks.
+
+Every reference answer is computed by the package itself (``rnnlab.theory``,
+``rnnlab.models``): the exact vertex check ``rate_in_metric`` with a root
+finder, Theorem 4's certificate, the hierarchy certificate, the parameter
+count of ``SparseComboNet``. No case solves an SDP.
+"""
+import math
+
+import numpy as np
+
+from .core import Case, exercise
+
+_BOOK = "contraction/"
+
+
+def _rotation(c):
+    return np.array([[0.0, -c], [c, 0.0]])
+
+
+def _tidy(x):
+    """``x`` to 13 significant digits (and no negative zero): a failure message
+    then shows 4.0, not the root finder's 3.9999999999999996."""
+    return float(f"{x:.13g}") + 0.0
+
+
+# ----------------------------------------------------------------- 01: one page
+
+def _identity_rate(W):
+    import rnnlab.theory as th
+
+    W = np.asarray(W, dtype=float)
+    return _tidy(th.rate_in_metric(W, np.eye(W.shape[0]))[0])
+
+
+exercise(
+    "ex-ctr-linear",
+    notebook=_BOOK + "01_contraction_in_one_page",
+    name="identity_rate",
+    signature="identity_rate(W)",
+    reference=_identity_rate,
+    cases=lambda: [
+        Case((_rotation(1.0),), show="W = [[0, -1], [1, 0]] (c = 1)"),
+        Case((_rotation(2.0),), show="W = [[0, -2], [2, 0]] (c = 2)"),
+        Case((_rotation(3.0),), show="W = [[0, -3], [3, 0]] (c = 3)"),
+        Case((np.array([[-2.0]]),), show="W = [[-2]] (one unit, negative self-weight)"),
+        Case((np.array([[0.5, 0.0, 0.0], [2.0, -1.0, 0.0], [0.0, 1.0, 0.3]]),),
+             show="W = [[0.5, 0, 0], [2, -1, 0], [0, 1, 0.3]] (a chain of three units)"),
+    ],
+    hint="W D scales column j of W by D_jj; go through all 2^n corners, D = 0 and "
+         "D = I included, and keep the smallest rate.",
+)
+
+
+# ----------------------------------------------------------------- 02: six theorems
+
+def _theorem4_eps(W, g=1.0):
+    import rnnlab.theory as th
+
+    return _tidy(th.certify_theorem4(np.asarray(W, dtype=float), g).details["eps"])
+
+
+exercise(
+    "ex-ctr-thm4",
+    notebook=_BOOK + "02_six_theorems",
+    name="theorem4_eps",
+    signature="theorem4_eps(W, g=1.0)",
+    reference=_theorem4_eps,
+    cases=lambda: [
+        Case((np.array([[0.5, 0.0], [4.0, 0.5]]),), show="W = [[0.5, 0], [4, 0.5]], g = 1"),
+        Case((np.array([[0.5, 0.0], [-2.0, -1.0]]),), show="W = [[0.5, 0], [-2, -1]], g = 1"),
+        Case((np.array([[-1.0, 0.0], [3.0, -2.0]]),),
+             show="W = [[-1, 0], [3, -2]], g = 1 (negative diagonal)"),
+        Case((np.array([[2.0, 0.0], [4.0, 0.0]]), 0.25), show="W = [[2, 0], [4, 0]], g = 0.25"),
+        Case((np.array([[0.5, 0.0], [0.1, 0.5]]),),
+             show="W = [[0.5, 0], [0.1, 0.5]], g = 1 (weak coupling)"),
+        Case((np.array([[0.5, 0.0], [0.0, 0.2]]),),
+             show="W = [[0.5, 0], [0, 0.2]], g = 1 (no coupling)"),
+    ],
+    hint="the proof needs g ||N_eps|| <= delta / 2; a negative diagonal entry does not "
+         "lower delta, and eps may not exceed 1.",
+)
+
+
+# ----------------------------------------------------------------- 03: counterexamples
+
+def _identity_threshold(eps):
+    import scipy.optimize
+
+    import rnnlab.theory as th
+
+    corners = th.slope_vertices(2, 1.0, lo=eps)
+
+    def rate(c):
+        return th.rate_in_metric(_rotation(c), np.eye(2), slopes=corners)[0]
+
+    return _tidy(scipy.optimize.brentq(rate, 0.0, 1e6, xtol=1e-13, rtol=1e-14))
+
+
+exercise(
+    "ex-ctr-identity",
+    notebook=_BOOK + "03_counterexamples",
+    name="identity_threshold",
+    signature="identity_threshold(eps)",
+    reference=_identity_threshold,
+    cases=lambda: [
+        Case((0.0,), show="eps = 0 (ReLU)"),
+        Case((0.5,), show="eps = 0.5"),
+        Case((0.25,), show="eps = 0.25"),
+        Case((0.9,), show="eps = 0.9"),
+        Case((0.99,), show="eps = 0.99"),
+    ],
+    hint="at the corner D = diag(1, eps) the symmetric part of W D has the off-diagonal "
+         "entry c (1 - eps) / 2; the identity works while it is below the leak, 1.",
+    rtol=1e-8,
+)
+
+
+def _diag_metric_interval(W):
+    """The open interval of p > 0 for which diag(1, p) is a metric, from the
+    exact vertex check (rate_in_metric) and a root finder: scan p on a
+    logarithmic grid, then locate the ends of the feasible run with brentq.
+    The set is an interval because the conditions are linear matrix
+    inequalities in p."""
+    import scipy.optimize
+
+    import rnnlab.theory as th
+
+    W = np.asarray(W, dtype=float)
+
+    def rate(p):
+        return th.rate_in_metric(W, np.array([1.0, p]))[0]
+
+    grid = np.logspace(-8, 8, 321)
+    ok = np.array([rate(p) > 0 for p in grid])
+    if not ok.any():
+        return None
+    i, j = np.flatnonzero(ok)[[0, -1]]
+    if not ok[i:j + 1].all():
+        raise ValueError("the feasible p do not form one interval on the grid")
+    kw = dict(xtol=1e-15, rtol=1e-13)
+    lo = 0.0 if i == 0 else scipy.optimize.brentq(rate, grid[i - 1], grid[i], **kw)
+    hi = math.inf if j == len(grid) - 1 else scipy.optimize.brentq(rate, grid[j], grid[j + 1], **kw)
+    return (_tidy(lo), _tidy(hi))
+
+
+exercise(
+    "ex-ctr-diag",
+    notebook=_BOOK + "03_counterexamples",
+    name="diag_metric_interval",
+    signature="diag_metric_interval(W)",
+    reference=_diag_metric_interval,
+    cases=lambda: [
+        Case((np.array([[-9.0, 2.5], [2.5, 0.0]]),),
+             show="W = [[-9, 2.5], [2.5, 0]] (the C.2 matrix)"),
+        Case((_rotation(1.0),), show="W = [[0, -1], [1, 0]]"),
+        Case((np.array([[0.0, 0.0], [6.0, 0.0]]),), show="W = [[0, 0], [6, 0]] (one link, 1 -> 2)"),
+        Case((np.array([[0.0, 6.0], [0.0, 0.0]]),), show="W = [[0, 6], [0, 0]] (one link, 2 -> 1)"),
+        Case((_rotation(3.0),), show="W = [[0, -3], [3, 0]] (Theorem 7: no constant metric)"),
+    ],
+    hint="at each of the four corners D, X = (P W D)_sym - P is 2 x 2: negative definite iff "
+         "its (1, 1) entry is negative and its determinant positive; intersect the p-intervals "
+         "(lo = 0.0 or hi = math.inf where a side is unbounded, None when empty).",
+    rtol=1e-7,
+    atol=1e-9,
+)
+
+
+# ----------------------------------------------------------------- 04: networks of networks
+
+def _hierarchy_weight(M1, lam1, M2, lam2, G, lam):
+    """The weight certify_hierarchy gives the second of two modules."""
+    import rnnlab.theory as th
+
+    M1, M2, G = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (M1, M2, G))
+    n1, n2 = M1.shape[0], M2.shape[0]
+    certs = [th.Certificate("module", True, M, float(r), float(r), "given")
+             for M, r in ((M1, lam1), (M2, lam2))]
+    L = np.zeros((n1 + n2, n1 + n2))
+    L[n1:, :n1] = G
+    fraction = lam / min(lam1, lam2)
+    h = th.certify_hierarchy([np.zeros((n1, n1)), np.zeros((n2, n2))], certs, L, fraction=fraction)
+    return _tidy(h.details["weights"][1])
+
+
+def _hierarchy_cases():
+    M1 = np.array([[2.0, 0.5], [0.5, 1.0]])                   # a full (non-diagonal) metric
+    G = np.array([[1.0, 0.0], [0.5, -1.0], [2.0, 1.0]])
+    return [
+        Case((np.eye(1), 1.0, np.eye(1), 0.5, np.array([[2.0]]), 0.25),
+             show="M1 = M2 = [[1]], lam1 = 1, lam2 = 0.5, G = [[2]], lam = 0.25"),
+        Case((np.diag([1.0, 4.0]), 0.8, np.diag([2.0, 0.5]), 0.6,
+              np.array([[1.0, -1.0], [0.5, 2.0]]), 0.3),
+             show="M1 = diag(1, 4), lam1 = 0.8, M2 = diag(2, 0.5), lam2 = 0.6, "
+                  "G = [[1, -1], [0.5, 2]], lam = 0.3"),
+        Case((M1, 0.4, np.diag([1.0, 2.0, 3.0]), 1.0, G, 0.1),
+             show="M1 = [[2, 0.5], [0.5, 1]], lam1 = 0.4, M2 = diag(1, 2, 3), lam2 = 1, "
+                  "G = [[1, 0], [0.5, -1], [2, 1]] (3 x 2), lam = 0.1"),
+        Case((np.eye(1), 0.3, np.eye(1), 0.3, np.array([[1e-3]]), 0.15),
+             show="M1 = M2 = [[1]], lam1 = lam2 = 0.3, G = [[0.001]] (weak coupling), lam = 0.15"),
+        Case((np.eye(2), 1.0, np.eye(2), 1.0, np.zeros((2, 2)), 0.5),
+             show="M1 = M2 = I (2 x 2), lam1 = lam2 = 1, G = 0 (no coupling), lam = 0.5"),
+    ]
+
+
+exercise(
+    "ex-ctr-hierarchy",
+    notebook=_BOOK + "04_networks_of_networks",
+    name="hierarchy_weight",
+    signature="hierarchy_weight(M1, lam1, M2, lam2, G, lam)",
+    reference=_hierarchy_weight,
+    cases=_hierarchy_cases,
+    hint="gamma = ||M2^{1/2} G M1^{-1/2}||_2 (spectral norm, symmetric square roots); "
+         "k = 4 (lam1 - lam)(lam2 - lam) / gamma^2, and 1.0 when G = 0.",
+    rtol=1e-8,
+)
+
+
+def _combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True):
+    """Counted on the model itself. The modules' weights do not change the count,
+    so they are sampled with tiny entries (every draw meets Theorem 1 at once);
+    torch's global random state, which initialises the trained weights, is left
+    as it was."""
+    import torch
+
+    from rnnlab.models import SparseComboNet
+
+    with torch.random.fork_rng(devices=[]):
+        net = SparseComboNet(input_size, list(hidden_sizes), output_size, lower_only=lower_only,
+                             scalar=1e-3, seed=0)
+    return sum(p.numel() for p in net.parameters() if p.requires_grad)
+
+
+exercise(
+    "ex-ctr-params",
+    notebook=_BOOK + "04_networks_of_networks",
+    name="combo_net_num_params",
+    signature="combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True)",
+    reference=_combo_net_num_params,
+    cases=lambda: [
+        Case((1, [32] * 4, 10), show="input_size = 1, hidden_sizes = [32] * 4, output_size = 10"),
+        Case((3, [16] * 6, 10), {"lower_only": False},
+             show="input_size = 3, hidden_sizes = [16] * 6, output_size = 10, lower_only = False"),
+        Case((2, [8], 1), show="input_size = 2, hidden_sizes = [8] (one module), output_size = 1"),
+        Case((2, [3, 5, 4], 4), show="input_size = 2, hidden_sizes = [3, 5, 4], output_size = 4"),
+        Case((2, [3, 5, 4], 4), {"lower_only": False},
+             show="input_size = 2, hidden_sizes = [3, 5, 4], output_size = 4, lower_only = False"),
+    ],
+    hint="B has n^2 - sum(C_k^2) off-diagonal-block entries (n = sum of the module sizes), "
+         "half of them below the diagonal; add the input and output layers' weights and biases.",
+)

@@ -1,0 +1,242 @@
+"""The auto-checks of the contraction chapter's code exercises (rnnlab/checks/contraction.py).
+
+For every exercise: the package's reference passes its own cases, agrees with
+the closed form the solution derives, the notebook's starter (and any function
+raising NotImplementedError) is "not attempted", and a plausible wrong answer
+fails, naming the case that failed.
+"""
+import itertools
+import json
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+from rnnlab.checks import evaluate, exercises, get
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LABELS = ["ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-identity", "ex-ctr-diag",
+          "ex-ctr-hierarchy", "ex-ctr-params"]
+
+
+def _cells(notebook, tag):
+    nb = json.loads((ROOT / "book" / f"{notebook}.ipynb").read_text())
+    return ["".join(c["source"]) for c in nb["cells"]
+            if c["cell_type"] == "code" and tag in c.get("metadata", {}).get("tags", [])]
+
+
+def test_the_chapter_declares_exactly_its_exercises():
+    declared = [ex.label for ex in exercises() if ex.notebook.startswith("contraction/")]
+    assert sorted(declared) == sorted(LABELS)
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_reference_passes_its_own_cases(label):
+    ex = get(label)
+    result = evaluate(label, lambda *a, **k: ex.reference(*a, **k))
+    assert result.status == "passed", result.message
+    assert 3 <= result.total <= 6
+    assert result.message == f"{label}: passed, {result.total} of {result.total} cases"
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_a_starter_is_not_attempted(label):
+    def starter(*args, **kwargs):
+        raise NotImplementedError(f"{label}: fill in")
+
+    result = evaluate(label, starter)
+    assert result.status == "not attempted"
+    assert "not attempted yet" in result.message
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_the_notebook_has_the_starter_and_the_check(label):
+    ex = get(label)
+    starters = {}
+    for source in _cells(ex.notebook, "exercise-starter"):
+        namespace = {}
+        exec(compile(source, f"<starter of {ex.notebook}>", "exec"), namespace)
+        starters.update({k: v for k, v in namespace.items() if callable(v)})
+    assert ex.name in starters, f"no starter cell defines {ex.name}"
+    assert evaluate(label, starters[ex.name]).status == "not attempted"
+    checks = _cells(ex.notebook, "exercise-check")
+    assert f'from rnnlab.checks import check\ncheck("{label}", {ex.name})' in checks
+
+
+def _fails_at(label, candidate, case, *words):
+    result = evaluate(label, candidate)
+    assert result.status == "failed", result.message
+    assert f"case {case} of {result.total} failed: for " in result.message, result.message
+    for word in words:
+        assert word in result.message, result.message
+    assert "hint:" in result.message
+    return result
+
+
+# ------------------------------------------------------------ closed forms (the solutions)
+# A correct answer written the way the solutions derive it must pass: this also
+# checks the numerical references (root finders on the exact vertex check).
+
+def _corners(n):
+    return [np.array(d) for d in itertools.product([0.0, 1.0], repeat=n)]
+
+
+def identity_rate(W):
+    W = np.asarray(W, dtype=float)
+    return min(1.0 - np.linalg.eigvalsh((W * d + (W * d).T) / 2).max()
+               for d in _corners(W.shape[0]))
+
+
+def theorem4_eps(W, g=1.0):
+    delta = 1.0 - g * max(W[0, 0], W[1, 1], 0.0)
+    w = abs(W[1, 0])
+    return 1.0 if w == 0 else min(1.0, delta / (2 * g * w))
+
+
+def identity_threshold(eps):
+    return 2.0 / (1.0 - eps)
+
+
+def diag_metric_interval(W):
+    lo, hi = 0.0, math.inf
+    for d in _corners(2):
+        A = np.asarray(W, dtype=float) * d
+        if A[0, 0] >= 1:
+            return None
+        qa, qc = -A[1, 0] ** 2 / 4, -A[0, 1] ** 2 / 4
+        qb = (A[0, 0] - 1) * (A[1, 1] - 1) - A[0, 1] * A[1, 0] / 2
+        if qa < 0:
+            disc = qb * qb - 4 * qa * qc
+            if disc <= 0:
+                return None
+            r = sorted(((-qb + s * math.sqrt(disc)) / (2 * qa)) for s in (1, -1))
+            lo, hi = max(lo, r[0]), min(hi, r[1])
+        elif qb > 0:
+            lo = max(lo, -qc / qb)
+        else:
+            return None
+    return (lo, hi) if lo < hi else None
+
+
+def _sqrtm(M):
+    w, V = np.linalg.eigh(np.atleast_2d(M))
+    return (V * np.sqrt(w)) @ V.T
+
+
+def hierarchy_weight(M1, lam1, M2, lam2, G, lam):
+    G = np.atleast_2d(G)
+    if not np.any(G):
+        return 1.0
+    gamma = np.linalg.norm(_sqrtm(M2) @ G @ np.linalg.inv(_sqrtm(M1)), 2)
+    return 4 * (lam1 - lam) * (lam2 - lam) / gamma**2
+
+
+def combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True):
+    n = sum(hidden_sizes)
+    b = n * n - sum(c * c for c in hidden_sizes)
+    return (b // 2 if lower_only else b) + input_size * n + n + n * output_size + output_size
+
+
+CLOSED_FORMS = {"ex-ctr-linear": identity_rate, "ex-ctr-thm4": theorem4_eps,
+                "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
+                "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params}
+
+
+@pytest.mark.parametrize("label", LABELS)
+def test_the_closed_form_passes(label):
+    result = evaluate(label, CLOSED_FORMS[label])
+    assert result.status == "passed", result.message
+
+
+def test_the_diagonal_metric_intervals_are_the_derived_ones():
+    ref = get("ex-ctr-diag").reference
+    lo, hi = ref(np.array([[-9.0, 2.5], [2.5, 0.0]]))
+    assert lo == pytest.approx(25 / 16, rel=1e-10)
+    assert hi == pytest.approx(2.2 + math.sqrt(3.84), rel=1e-10)
+    assert ref(np.array([[0.0, 0.0], [6.0, 0.0]])) == (0.0, pytest.approx(1 / 9, rel=1e-10))
+    assert ref(np.array([[0.0, 6.0], [0.0, 0.0]])) == (pytest.approx(9.0, rel=1e-10), math.inf)
+    assert ref(np.array([[0.0, -3.0], [3.0, 0.0]])) is None
+
+
+def test_the_parameter_count_is_the_papers():
+    ref = get("ex-ctr-params").reference
+    assert ref(1, [8] * 3, 10) == combo_net_num_params(1, [8] * 3, 10)
+    # D.3.1's numbers, by the formula the reference is checked against above
+    assert combo_net_num_params(1, [32] * 16, 10) == 129034
+    assert combo_net_num_params(3, [32] * 16, 10) == 130058
+    assert combo_net_num_params(3, [32] * 24, 10) == 293386
+
+
+# ------------------------------------------------------------ plausible wrong answers
+
+def test_linear_network_only_fails():
+    def wrong(W):                                   # D = I only: the linear network
+        W = np.asarray(W, dtype=float)
+        return 1.0 - np.linalg.eigvalsh((W + W.T) / 2).max()
+
+    _fails_at("ex-ctr-linear", wrong, 1, "c = 1", "expected 0.5, got 1.0")
+
+
+def test_theorem4_without_the_diagonal_rule_fails():
+    def wrong(W, g=1.0):                            # lets a negative diagonal raise delta
+        return min(1.0, (1.0 - g * max(W[0, 0], W[1, 1])) / (2 * g * abs(W[1, 0])))
+
+    _fails_at("ex-ctr-thm4", wrong, 3, "negative diagonal")
+
+
+def test_theorem4_uncapped_fails():
+    def wrong(W, g=1.0):
+        return (1.0 - g * max(W[0, 0], W[1, 1], 0.0)) / (2 * g * abs(W[1, 0]))
+
+    _fails_at("ex-ctr-thm4", wrong, 5, "weak coupling")
+
+
+def test_identity_threshold_ignoring_eps_fails():
+    _fails_at("ex-ctr-identity", lambda eps: 2.0, 2, "eps = 0.5", "expected 4")
+
+
+def test_diag_metric_from_the_linear_network_fails():
+    def wrong(W):                                   # only the corner D = I
+        A = np.asarray(W, dtype=float)
+        qa, qc = -A[1, 0] ** 2 / 4, -A[0, 1] ** 2 / 4
+        qb = (A[0, 0] - 1) * (A[1, 1] - 1) - A[0, 1] * A[1, 0] / 2
+        r = np.sort(np.roots([qa, qb, qc]).real)
+        return (max(r[0], 0.0), r[1])
+
+    _fails_at("ex-ctr-diag", wrong, 1, "the C.2 matrix", "item 0")
+
+
+def test_diag_metric_empty_as_nan_fails():
+    def wrong(W):
+        got = diag_metric_interval(W)
+        return (math.nan, math.nan) if got is None else got
+
+    _fails_at("ex-ctr-diag", wrong, 5, "Theorem 7", "expected None")
+
+
+def test_hierarchy_weight_ignoring_the_metrics_fails():
+    def wrong(M1, lam1, M2, lam2, G, lam):          # gamma = ||G||, metrics forgotten
+        G = np.atleast_2d(G)
+        if not np.any(G):
+            return 1.0
+        return 4 * (lam1 - lam) * (lam2 - lam) / np.linalg.norm(G, 2) ** 2
+
+    _fails_at("ex-ctr-hierarchy", wrong, 2, "M1 = diag(1, 4)")
+
+
+def test_parameter_count_training_all_of_B_fails():
+    def wrong(input_size, hidden_sizes, output_size, lower_only=True):
+        return combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=False)
+
+    _fails_at("ex-ctr-params", wrong, 1, "hidden_sizes = [32] * 4", "expected 7690")
+
+
+def test_parameter_count_for_equal_modules_only_fails():
+    def wrong(input_size, hidden_sizes, output_size, lower_only=True):
+        p, C = len(hidden_sizes), hidden_sizes[0]   # assumes all modules of size C
+        n = p * C
+        b = n * n - p * C * C
+        return (b // 2 if lower_only else b) + input_size * n + n + n * output_size + output_size
+
+    _fails_at("ex-ctr-params", wrong, 4, "hidden_sizes = [3, 5, 4]")
