@@ -304,6 +304,10 @@ def worker(nb_path, log_path, cell_timeout, grader_timeout):
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
+    from .book.nbrun import patch_kernel_channels
+
+    patch_kernel_channels()          # no stall after widget cells (jupyter/nbclient#312)
+
     with open(nb_path) as f:
         nb = nbformat.from_dict(json.load(f))
     log = open(log_path, "a")

@@ -112,12 +112,12 @@ def execute(path, timeout=600):
     import time
 
     import nbformat
-    from nbclient import NotebookClient
+    from .nbrun import notebook_client
 
     path = pathlib.Path(path)
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    notebook_client(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     nbformat.write(nb, path)
     return time.perf_counter() - start

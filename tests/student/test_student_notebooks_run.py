@@ -19,10 +19,10 @@ def test_there_are_student_notebooks():
 @pytest.mark.parametrize("path", STUDENT, ids=[p.relative_to(ROOT / "student").as_posix() for p in STUDENT])
 def test_runs_with_only_the_starters_unfinished(path):
     import nbformat
-    from nbclient import NotebookClient
+    from rnnlab.book.nbrun import notebook_client
 
     nb = nbformat.reads(path.read_text(), as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+    notebook_client(nb, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     errors, checks = [], 0
     for n, cell in enumerate(nb.cells, 1):
