@@ -49,6 +49,9 @@ COLLECT = r"""() => {
   };
 }"""
 
+# Generous: a loaded 2-core machine has taken over 30 s to reach network idle on the heaviest page.
+WAIT_MS = 90_000
+
 
 @dataclass
 class Visit:
@@ -74,18 +77,18 @@ def visited(built_book, book_url, browser) -> dict[str, Visit]:
             page = watched.page
             visit = Visit(book_url + rel)
             try:
-                page.goto(visit.url, wait_until="load", timeout=60_000)
+                page.goto(visit.url, wait_until="load", timeout=2 * WAIT_MS)
                 if page.locator('script[src*="vendor/mathjax"]').count():
                     page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                           timeout=30_000)
+                                           timeout=WAIT_MS)
                     page.evaluate("() => MathJax.startup.promise.then(() => true)")
                 views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
                 if views and page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
                     page.wait_for_function(
                         "n => document.querySelectorAll('.widget-subarea .jupyter-widgets').length >= n",
-                        arg=views, timeout=30_000)
+                        arg=views, timeout=WAIT_MS)
                 page.evaluate("() => document.fonts.ready.then(() => true)")
-                page.wait_for_load_state("networkidle", timeout=30_000)
+                page.wait_for_load_state("networkidle", timeout=WAIT_MS)
                 visit.data = page.evaluate(COLLECT)
             except Exception as error:  # a timeout names the page, the assertions below say what was seen
                 visit.problems.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")
