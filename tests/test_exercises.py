@@ -144,13 +144,14 @@ def test_student_notebooks_leak_nothing():
         assert not any("{solution" in _src(c) for c in student["cells"]), rel
 
 
-def test_prose_exercises_get_an_answer_cell():
+def test_every_exercise_gets_an_answer_cell():
+    """Prose exercises where their solution was; code exercises after their check
+    (for the questions they ask in words)."""
     for rel, (text, _, chapter) in st.student_files(ROOT).items():
         student = json.loads(text)
-        prose = set(_exercise_labels(chapter)) - set(st.checked_labels(chapter))
-        answers = {re.search(r"\((ex-[\w-]+)\)", _src(c)).group(1)
-                   for c in student["cells"] if st.ANSWER_TAG in _tags(c)}
-        assert answers == prose, rel
+        answers = [re.search(r"\((ex-[\w-]+)\)", _src(c)).group(1)
+                   for c in student["cells"] if st.ANSWER_TAG in _tags(c)]
+        assert sorted(answers) == sorted(_exercise_labels(chapter)), rel
 
 
 # ------------------------------------------------------------- the generator on small cases
@@ -186,10 +187,13 @@ def test_generator_removes_gated_and_prose_solutions():
     assert "Student version" in _src(student["cells"][1])
     srcs = [_src(c) for c in student["cells"]]
     assert any(s.startswith("def f(x):\n    raise NotImplementedError") for s in srcs)
-    # ex-a is a code exercise (it has a check): no answer cell; ex-b is prose: one, right after it
+    # ex-b is prose: an answer cell right where its solution was; ex-a is a code
+    # exercise: an answer cell (for questions in words) right after its check
     answers = [s for s in srcs if s.startswith("**Your answer")]
-    assert answers == ["**Your answer (ex-b).** *Write your derivation or explanation here.*"]
+    assert answers[0] == "**Your answer (ex-b).** *Write your derivation or explanation here.*"
     assert srcs.index(answers[0]) == srcs.index("After.") - 1
+    assert answers[1].startswith("**Your answer (ex-a), in words.**")
+    assert srcs.index(answers[1]) == len(srcs) - 1
     assert st.leaks(student, removed, nb) == []
     assert all(c.get("outputs", []) == [] and c.get("execution_count") is None
                for c in student["cells"] if c["cell_type"] == "code")

@@ -15,7 +15,8 @@ convention (``book/teaching.md`` shows it to teachers):
 :func:`student_notebook` turns a chapter notebook into its student version:
 solution directives and every cell between a gated pair are removed, a prose
 exercise gets an empty answer cell where its solution was, every output and
-execution count is cleared, cell metadata is reduced to tags, notebook
+execution count is cleared, a code exercise gets an answer cell after its
+check (for the questions it asks in words), cell metadata is reduced to tags, notebook
 metadata to the kernel's, and attachments no remaining text uses are dropped.
 :func:`leaks` lists whatever of a solution (or any output) is still in a
 student notebook; the tests run it on every generated notebook.
@@ -54,6 +55,10 @@ NOTE = """\
 
 ANSWER = """\
 **Your answer ({label}).** *Write your derivation or explanation here.*"""
+
+ANSWER_CODE = """\
+**Your answer ({label}), in words.** *The check above tests your function; answer
+the exercise's other questions, if it asks any, here.*"""
 
 
 def _source(cell):
@@ -177,6 +182,9 @@ def student_notebook(nb, source="the chapter"):
                 removed_code.append(_source(cell))
                 continue
             cells.append(_clean_code_cell(cell))
+            if CHECK_TAG in cell.get("metadata", {}).get("tags", []):
+                for label in _CHECK_CALL.findall(_source(cell)):
+                    cells.append(_markdown_cell(ANSWER_CODE.format(label=label), tags=[ANSWER_TAG]))
             continue
         if kind == "raw":
             if scanner.gated is None:
