@@ -24,14 +24,26 @@ Two forms live here:
   callable). Each layer is a time-varying *matrix* recurrence, computed by a
   plain torch loop: the reference that shows the convergence theorem, for
   small n. It approximates the real RNN (1).
-- :class:`LDStack` is the fast form, the public code's: A is the diagonal
-  modal transition λ of an :class:`LDS` and the correction acts on the
-  complex modal state through the phase-preserving squashing
-  ``σ(z) = z / sqrt(1 + |z|²)``, whose deviation ``σ(z)/z = 1/sqrt(1 + |z|²)``
-  is real and positive. It approximates the *modal* nonlinear RNN
-  ``s'_t = σ(λ ⊙ s'_{t-1}) + B' u_t`` (a diagonal complex RNN,
-  :func:`modal_rnn_reference`), not (1) in companion coordinates: a
-  nonlinearity applied mode by mode is not ρ applied to the companion state.
+- :class:`LDStack` is the fast form: A is the diagonal modal transition λ
+  of an :class:`LDS` and the correction acts on the complex modal state
+  through the phase-preserving squashing ``σ(z) = z / sqrt(1 + |z|²)``, whose
+  deviation ``σ(z)/z = 1/sqrt(1 + |z|²)`` is real and positive. It
+  approximates the *modal* nonlinear RNN ``s'_t = σ(λ ⊙ s'_{t-1}) + B' u_t``
+  (a diagonal complex RNN, :func:`modal_rnn_reference`), not (1) in companion
+  coordinates: a nonlinearity applied mode by mode is not ρ applied to the
+  companion state.
+
+Which public code. The modal form follows the public code (shivak/ldstack)
+of June-July 2020: ``LDStackInner`` in ``ldstack.py`` (commits 51c7bd1 of
+15 June to 5fd973e of 2 July 2020) computes ``α = recipsq(λ·s')``,
+``recipsq(a) = rsqrt(1 + a·conj(a))``, and runs the next layer with the
+transitions ``α·λ``: the multiplicative deviation that the author response
+describes. The latest public code (December 2020, commit 03ef0e3) does
+something else: an *additive* deviation ``δ(a) = ρ(a) − a`` (ELU by default),
+evaluated on real coordinates obtained from the previous layer's modal
+states through a learned complex basis W (``W⁻¹(λ s' + x)``), mapped back
+with W and added to the next layer's drive, the transitions staying λ. This
+package implements the multiplicative form only.
 
 How the modal form is computed. Each layer is a diagonal linear recurrence
 with time-varying coefficients ``a_t = α_t λ``, so the stack *can* be run as
