@@ -86,3 +86,47 @@ def test_models_of_the_experiment():
     assert count_parameters(CopyMemoryModel("rnn")) == 80 * (10 + 80 + 2) + 80 * 10 + 10
     with pytest.raises(ValueError, match="kind"):
         CopyMemoryModel("gru")
+
+
+def test_compare_input_weights_records_scales_and_histories():
+    from rnnlab.experiments.copy_memory import compare_input_weights
+    budget = dict(T=6, samples=64, epochs=2, batch_size=32, lr=0.01, eval_samples=16)
+    result = compare_input_weights([0, 1], budget)
+    assert result["budget"] == budget and result["baseline"] == pytest.approx(copy_memory_baseline(6))
+    runs = {(r["variant"], r["seed"]): r for r in result["runs"]}
+    assert set(runs) == {(v, s) for v in ("ones", "companion") for s in (0, 1)}
+    for (variant, seed), r in runs.items():
+        assert len(r["epochs"]) == 2 and r["steps"] == 4
+        assert r["epochs"][-1]["eval_loss"] > 0 and 0 <= r["epochs"][-1]["eval_recall_accuracy"] <= 1
+        # AdaMax moves each parameter by at most about lr per step
+        assert r["final"]["logC_re_max_step"] <= 1.05 * 0.01 * r["steps"]
+    # B' = 1: the effective read-out weights C'B' = C' start near 1 (C' ~ N(1, 0.01²));
+    # the companion B' spreads them over orders of magnitude
+    assert runs["ones", 0]["initial"]["cb_orders"] < 0.1
+    assert runs["companion", 0]["initial"]["cb_orders"] > 3
+    assert runs["companion", 0]["initial"]["logit_max"] > 10 * runs["ones", 0]["initial"]["logit_max"]
+    # the same seed gives the same spectrum: the companion's B' differs, the ones' is 1
+    assert runs["ones", 0]["initial"]["bprime_min"] == runs["ones", 0]["initial"]["bprime_max"] == 1
+
+
+def test_evaluate_run_on_held_out_and_fresh_data(tmp_path):
+    import json
+
+    from rnnlab.experiments.copy_memory import _cli, evaluate_run, run
+    out = str(tmp_path / "run")
+    result = run(T=5, samples=64, epochs=1, batch_size=32, eval_samples=16, seed=0, out=out, progress=False)
+    ev = evaluate_run(out, samples=24, seed=7)
+    assert ev["epoch"] == 1 and ev["step"] == result.step == 2
+    assert ev["held_out"]["samples"] == 16 and ev["fresh"]["samples"] == 24
+    # the checkpoint of the last epoch gives the held-out numbers of the history
+    last = result.history["epochs"][-1]
+    assert ev["held_out"]["loss"] == pytest.approx(last["eval_loss"], rel=1e-5)
+    assert ev["held_out"]["recall_accuracy"] == pytest.approx(last["eval_recall_accuracy"])
+    assert 0 <= ev["fresh_in_training"] <= 24
+    with pytest.raises(ValueError, match="seed"):
+        evaluate_run(out, samples=8, seed=1)  # the run's held-out seed
+    path = str(tmp_path / "fresh.json")
+    assert _cli(["evaluate", out, "--samples", "8", "--seed", "50", "--json", path]) == 0
+    saved = json.loads(open(path).read())
+    assert saved["command"].endswith(f"evaluate {out} --samples 8 --seed 50 --json {path}")
+    assert saved["fresh"]["samples"] == 8 and saved["fresh_seed"] == 50

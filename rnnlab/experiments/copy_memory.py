@@ -12,6 +12,18 @@ with 80 units, each with a linear read-out.
 Outputs, in ``--out`` (default ``runs/copy-memory-T{T}-{model}``):
 ``checkpoint.pt`` (resumable, see :mod:`rnnlab.train`), ``metrics.json``
 (the training history, for the book's plots) and ``config.json``.
+
+Two further jobs of the book run from this module's own command line (their
+JSON results are committed in ``book/lds/data/``)::
+
+    python -m rnnlab.experiments.copy_memory compare-input-weights --seeds 0 1 2 --json out.json
+    python -m rnnlab.experiments.copy_memory evaluate RUN_FOLDER --samples 1000 --seed 1000 --json out.json
+
+:func:`compare_input_weights` trains the paper's LDS with B' = 1 and with the
+companion B' on the same small budget for several seeds, and records the scale
+of the effective read-out weights C'B' and of the logits at initialisation;
+:func:`evaluate_run` evaluates a run's checkpoint on its held-out set and on
+freshly generated sequences.
 """
 import json
 import os
@@ -25,7 +37,8 @@ from ..tasks.copy_memory import (NUM_TOKENS, copy_memory, copy_memory_baseline, 
                                  recall_accuracy)
 from .. import train as _train
 
-__all__ = ["PAPER", "paper_lds", "CopyMemoryModel", "make_model", "run", "add_arguments", "main"]
+__all__ = ["PAPER", "paper_lds", "CopyMemoryModel", "make_model", "run", "add_arguments", "main",
+           "initial_scales", "compare_input_weights", "evaluate_run", "SMALL_BUDGET"]
 
 PAPER = dict(T=2000, samples=10_000, epochs=300, batch_size=256, lr=0.01, model="lds", hidden=160)
 """The author response's copying-memory run."""
@@ -42,11 +55,17 @@ def paper_lds(input_size=NUM_TOKENS, output_size=NUM_TOKENS, hidden_size=160, **
     See :class:`rnnlab.models.LDS` for the breakdown.
 
     B' defaults to ones here (``input_weights="ones"``), not the companion
-    formula: for a fixed spectrum the two give the same set of functions
-    (only the products C'_i B'_i matter), but the companion B' spans orders
-    of magnitude for random unit-modulus spectra (10⁻³ to 10⁴ at init) and
-    trains far more slowly (at T = 200 in 12 epochs: 61% against 99.6% of
-    the symbols recalled). Pass ``input_weights="companion"`` for the formula.
+    formula, as in effect in the public code's final version (its drive is the
+    input repeated over the modes). For a fixed spectrum the two give the same
+    set of functions (only the products C'_i B'_i matter), but the companion
+    B' spans orders of magnitude for random unit-modulus spectra (10⁻³ to 10⁴
+    or more at init), so with C' initialised near 1 the effective weights C'B'
+    and the initial logits are huge, and AdaMax, which moves each ln|C'| by at
+    most about its learning rate per step, needs far more steps than a short
+    run has: at T = 100 after 80 steps, 98-99% against 11-71% of the symbols
+    recalled over 5 seeds (:func:`compare_input_weights`, committed in
+    ``book/lds/data/copy-memory-bprime-seeds.json``). Pass
+    ``input_weights="companion"`` for the formula.
     """
     kwargs = dict(eigenvalues="unit", init="uniform", conjugate_pairs=True, multi_input="concat",
                   mix_inputs=True, input_weights="ones", readout="log", use_D=False, bias=False)
@@ -182,3 +201,154 @@ def main(args):
     print(f"copy-memory T={args.T} {args.model}: {result.status} at epoch {result.epoch}, step {result.step}; "
           f"baseline {base:.6f}; last epoch {summary}; files in {out}")
     return 0
+
+
+# ---------------------------------------------------------------------------
+# B' = 1 against the companion B', over seeds (the book's comparison)
+# ---------------------------------------------------------------------------
+
+SMALL_BUDGET = dict(T=100, samples=2560, epochs=8, batch_size=256, lr=0.01, eval_samples=500)
+"""The small budget of the book's comparison: T = 100, 80 AdaMax steps (one minute on a CPU)."""
+
+
+@torch.no_grad()
+def initial_scales(net, tokens):
+    """Scales of a :class:`CopyMemoryModel` LDS before training, on the token ids ``tokens`` ``(B, L)``.
+
+    Returns a dict: ``cb_min``, ``cb_max`` (smallest and largest ``|C'_i B'_i|``
+    over the modes i and outputs, the effective read-out weights: only these
+    products reach the output), ``cb_orders`` (``log10(cb_max/cb_min)``),
+    ``bprime_min``, ``bprime_max`` (``|B'_i|``), ``logit_max`` (largest
+    ``|logit|`` on ``tokens``) and ``logC_re_max_abs`` (largest ``|ln|C'||``).
+    """
+    core = net.core
+    B = core.input_weights().abs()
+    CB = (core.output_weights() * core.input_weights()[:, None]).abs()
+    logits, _ = net(tokens)
+    out = dict(cb_min=CB.min().item(), cb_max=CB.max().item(),
+               bprime_min=B.min().item(), bprime_max=B.max().item(),
+               logit_max=logits.abs().max().item())
+    out["cb_orders"] = float(torch.log10(CB.max() / CB.min()).item())
+    if core.readout_mode == "log":
+        out["logC_re_max_abs"] = core.logC_re.abs().max().item()
+    return out
+
+
+def compare_input_weights(seeds=(0, 1, 2), budget=None, variants=None, progress=False):
+    """Train the paper's LDS with B' = 1 and with the companion B' for each seed; return a dict.
+
+    Each (variant, seed) is one :func:`run` with ``seed`` (data, initialisation
+    and batch order) on ``budget`` (default :data:`SMALL_BUDGET`, the book's
+    notebook cell). ``variants`` maps a name to ``lds_overrides`` (default
+    ``{"ones": {"input_weights": "ones"}, "companion": {"input_weights": "companion"}}``).
+
+    The result: ``{"budget": ..., "baseline": ..., "runs": [...]}``, one run per
+    (variant, seed) with ``variant``, ``seed``, ``seconds``, ``initial``
+    (:func:`initial_scales` on the held-out inputs plus ``eval_loss``, the
+    held-out loss before training), ``epochs`` (the per-epoch history of
+    :func:`run`) and ``final`` (:func:`initial_scales` of the trained model and
+    ``logC_re_max_step``, the largest change of any ``ln|C'|`` entry over the run).
+    """
+    import time
+
+    budget = dict(SMALL_BUDGET if budget is None else budget)
+    variants = variants or {"ones": {"input_weights": "ones"}, "companion": {"input_weights": "companion"}}
+    runs = []
+    for seed in seeds:
+        eval_data = copy_memory(budget["T"], budget["eval_samples"], seed + 1)
+        for name, overrides in variants.items():
+            net = make_model("lds", None, seed, **overrides)
+            initial = initial_scales(net, eval_data[0])
+            initial["eval_loss"] = _train.evaluate(net, eval_data, copy_memory_loss)["loss"]
+            start_logC = net.core.logC_re.detach().clone()
+            t0 = time.perf_counter()
+            result = run(**budget, model="lds", seed=seed, progress=progress, lds_overrides=overrides)
+            seconds = time.perf_counter() - t0
+            trained = result.model
+            final = initial_scales(trained, eval_data[0])
+            final["logC_re_max_step"] = (trained.core.logC_re.detach() - start_logC).abs().max().item()
+            runs.append(dict(variant=name, seed=seed, overrides=dict(overrides), seconds=seconds, initial=initial,
+                             final=final, steps=result.step, epochs=result.history["epochs"]))
+    return dict(budget=budget, baseline=copy_memory_baseline(budget["T"]), variants=variants, runs=runs,
+                threads=torch.get_num_threads())
+
+
+# ---------------------------------------------------------------------------
+# A run's checkpoint on fresh data
+# ---------------------------------------------------------------------------
+
+def evaluate_run(run_dir, samples=1000, seed=1000, batch_size=None, device="cpu"):
+    """Evaluate the checkpoint of a run of :func:`run` on its held-out set and on fresh sequences.
+
+    ``run_dir`` holds ``checkpoint.pt`` (and ``config.json``). The model is
+    rebuilt from the checkpoint's config and loaded with its weights; the
+    held-out set is the run's own (``copy_memory(T, eval_samples, seed + 1)``),
+    the fresh set ``copy_memory(T, samples, seed)`` with the ``seed`` given here
+    (it must differ from the run's data seeds). Returns a dict with the
+    checkpoint's position (``epoch``, ``step``), the loss and recall on both
+    sets, the baseline, and ``fresh_in_training``: how many fresh sequences
+    carry the same 10 symbols as some training sequence.
+    """
+    state = _train.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
+    config = state["config"]
+    if seed in (config["seed"], config["seed"] + 1):
+        raise ValueError(f"evaluate_run: seed {seed} is one of the run's own data seeds "
+                         f"({config['seed']} for training, {config['seed'] + 1} held out); pick another")
+    net = make_model(config["model"], config["hidden"], config["seed"], **config.get("lds_overrides", {}))
+    net.load_state_dict(state["model"])
+    T = config["T"]
+    batch_size = batch_size or config["batch_size"]
+    metrics = {"recall_accuracy": recall_accuracy}
+    held_out = copy_memory(T, config["eval_samples"], config["seed"] + 1)
+    fresh = copy_memory(T, samples, seed)
+    out = dict(run_config=config, epoch=state["epoch"], step=state["step"], baseline=copy_memory_baseline(T),
+               fresh_seed=seed, fresh_samples=samples)
+    for name, data in (("held_out", held_out), ("fresh", fresh)):
+        r = _train.evaluate(net, data, copy_memory_loss, metrics, batch_size=batch_size, device=device)
+        out[name] = dict(loss=r["loss"], recall_accuracy=r["recall_accuracy"], samples=data[0].shape[0])
+    train_symbols = {tuple(row) for row in copy_memory(T, config["samples"], config["seed"])[0][:, :10].tolist()}
+    out["fresh_in_training"] = sum(tuple(row) in train_symbols for row in fresh[0][:, :10].tolist())
+    return out
+
+
+def _cli(argv=None):
+    """``python -m rnnlab.experiments.copy_memory {compare-input-weights, evaluate} ...``"""
+    import argparse
+    import shlex
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m rnnlab.experiments.copy_memory",
+                                     description="The book's extra copying-memory jobs; JSON results.")
+    sub = parser.add_subparsers(dest="job", required=True)
+    c = sub.add_parser("compare-input-weights", help="B' = 1 against the companion B', several seeds")
+    c.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    for key, value in SMALL_BUDGET.items():
+        c.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value,
+                       help="default %(default)s")
+    e = sub.add_parser("evaluate", help="a run's checkpoint on its held-out set and on fresh sequences")
+    e.add_argument("run_dir")
+    e.add_argument("--samples", type=int, default=1000, help="fresh sequences (default %(default)s)")
+    e.add_argument("--seed", type=int, default=1000, help="seed of the fresh sequences (default %(default)s)")
+    e.add_argument("--batch-size", type=int, default=None)
+    for p in (c, e):
+        p.add_argument("--json", required=True, help="where to write the result")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    if args.job == "compare-input-weights":
+        budget = {key: getattr(args, key) for key in SMALL_BUDGET}
+        result = compare_input_weights(args.seeds, budget)
+    else:
+        result = evaluate_run(args.run_dir, args.samples, args.seed, args.batch_size)
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS") if k in os.environ)
+    command = "python -m rnnlab.experiments.copy_memory " + " ".join(shlex.quote(a) for a in argv)
+    result = dict(command=(env + " " if env else "") + command, **result)
+    tmp = args.json + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, args.json)
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_cli())

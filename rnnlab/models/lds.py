@@ -139,9 +139,9 @@ def modal_input_weights(lam):
     eigenvalues a gap ε apart give a relative error of about u/ε (u the unit
     roundoff), the size of the change of B' when an eigenvalue moves by one
     rounding error. Taking the differences first, ``log((λ_i − λ_j)/λ_i)``,
-    keeps the error at a few u at the same cost; the book's chapter on the
-    modal form compares the evaluations. This function keeps the response's
-    formula.
+    keeps the error near the naive formula's (tens of u for 16 modes) at the
+    same cost; the book's section on the modal form compares the evaluations.
+    This function keeps the response's formula.
     """
     lam = torch.as_tensor(lam)
     if not lam.is_complex():
@@ -432,10 +432,13 @@ class LDS(nn.Module):
     notebook (``LuenbergerStack(160, 10, 1, unitary_AB_param(),
     relaxed_log_C_param(), standard_D_param(useD=False))`` on 10-dim inputs).
     Note that with conjugate pairs only ``C'_i + conj(C'_{i*})`` matters for
-    each pair, so 1600 of the 3200 read-out parameters are redundant. The
-    copying-memory experiment (:func:`rnnlab.experiments.copy_memory.paper_lds`)
-    uses this model with ``input_weights="ones"``, which trains much faster
-    and has the same count.
+    each pair, so 1600 of the 3200 read-out parameters are redundant; and
+    scaling row j of E by c and block j's C' by 1/c changes nothing (10 more
+    directions). The Jacobian of the outputs with respect to the 3380
+    parameters has rank 3380 − 1600 − 10 = 1770 (checked in the book's
+    copying-memory section). The copying-memory experiment
+    (:func:`rnnlab.experiments.copy_memory.paper_lds`) uses this model with
+    ``input_weights="ones"``, which trains much faster and has the same count.
     """
 
     def __init__(self, input_size, hidden_size, output_size, *, eigenvalues="free", init=None,
