@@ -341,6 +341,35 @@ def test_theorem6_statement_and_proof_differ_for_nonsymmetric_W():
     assert c.details["c_proof"] != pytest.approx(c.details["c_statement"], abs=1e-3)
 
 
+@pytest.mark.parametrize("g", [1.0, 0.25])
+def test_theorem6_printed_condition_is_the_proofs_with_P_inverse(g):
+    # (gW - I)P + P(gW^T - I) <= -cP  <=>  P^-1(gW - I) + (gW^T - I)P^-1 <= -cP^-1
+    r = RNG(11)
+    W = 0.3 * r.normal(size=(4, 4))
+    p = r.uniform(0.5, 2.0, size=4)
+    stated = th.certify_theorem6(W, g, P=p, variant="statement", T=0.5)
+    proved = th.certify_theorem6(W, g, P=1 / p, T=0.5)
+    assert stated.details["c_statement"] == pytest.approx(proved.details["c_proof"], rel=1e-10)
+
+
+def test_theorem6_versions_coincide_iff_P_commutes_with_the_skew_part():
+    r = RNG(12)
+    W = r.normal(size=(4, 4))
+    p = np.array([1.0, 1.0, 2.0, 2.0])
+    K = (W - W.T) / 2
+    inside = p[:, None] == p[None, :]
+    W_commuting = (W + W.T) / 2 + K * inside      # K_ij = 0 wherever p_i != p_j
+
+    def cs(W_):
+        d = th.certify_theorem6(W_, P=p, T=0.5).details
+        return d["c_proof"], d["c_statement"]
+
+    assert cs(W_commuting)[0] == pytest.approx(cs(W_commuting)[1], abs=1e-12)
+    assert cs((W + W.T) / 2)[0] == pytest.approx(cs((W + W.T) / 2)[1], abs=1e-12)
+    c_proof, c_statement = cs(W)
+    assert abs(c_proof - c_statement) > 1e-3
+
+
 # --------------------------------------------------------------------------- #
 # Theorem 7: one constant metric for several slope patterns
 # --------------------------------------------------------------------------- #

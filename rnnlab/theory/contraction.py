@@ -846,8 +846,12 @@ def certify_theorem6(W, g=None, *, activation="tanh", P=None, x0=None, u=None, T
     positive diagonal:
 
     1. ``P(gW - I) + (gW^T - I) P <= -c P`` (the inequality the proof uses;
-       the theorem's statement prints ``(gW - I)P + P(gW^T - I)``, which differs
-       unless ``P = I`` or ``W`` is symmetric: ``variant="statement"`` uses that);
+       the theorem's statement prints ``(gW - I)P + P(gW^T - I)``, which is the
+       proof's condition with ``P^{-1}`` in place of ``P`` (congruence by
+       ``P^{-1}``, same ``c``), and with the same ``P`` differs from it by
+       ``2g(PK - KP)``, ``K`` the skew part of ``W``: the two coincide iff
+       ``P`` commutes with ``K``. ``variant="statement"`` uses the printed
+       one with the given ``P``);
     2. ``dD/dt - c g^{-1} D^2 <= -beta D`` along the trajectory (the proof's
        last step needs ``D^2``; the statement prints ``c g^{-1} D``, used by
        ``variant="statement"``).
