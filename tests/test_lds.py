@@ -244,6 +244,41 @@ def test_paper_copy_memory_lds_has_3380_parameters():
     assert count_parameters(CopyMemoryModel("lds")) == 3380
 
 
+def test_independent_parameters_of_the_paper_form():
+    """Jacobian rank = count − half of C' (conjugate pairs) − one scale per block (row of E against its C').
+
+    The copying-memory model's form at a small size (3 inputs, 12 modes, 2 outputs): 6 θ + 9 E + 48 C'
+    = 63 parameters, of which 24 (C' of the conjugate pairs) + 3 (block scalings) are redundant.
+    The book checks 3380 − 1600 − 10 = 1770 on the full model.
+    """
+    from torch.func import functional_call, jacrev
+    model = LDS(3, 12, 2, eigenvalues="unit", init="uniform", conjugate_pairs=True, multi_input="concat",
+                mix_inputs=True, readout="log", use_D=False, bias=False, algorithm="fft",
+                generator=_gen(0)).double()
+    x = torch.randn(4, 20, 3, generator=_gen(1), dtype=torch.float64)
+    with torch.no_grad():  # scaling row j of E by c and block j's C' by 1/c changes nothing
+        y0, _ = model(x)
+        c = torch.tensor([0.5, 2.0, 3.0], dtype=torch.float64)
+        model.mix.mul_(c[:, None])
+        model.logC_re.sub_(c.log().repeat_interleave(4)[:, None])
+        y1, _ = model(x)
+    torch.testing.assert_close(y0, y1)
+    names = [n for n, _ in model.named_parameters()]
+    shapes = [p.shape for _, p in model.named_parameters()]
+    flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+    def outputs(v):
+        params = {n: t.view(s) for n, t, s in zip(names, torch.split(v, [s.numel() for s in shapes]), shapes)}
+        return functional_call(model, params, (x,))[0].reshape(-1)
+
+    J = jacrev(outputs)(flat)
+    assert J.shape == (4 * 20 * 2, 63)
+    s = torch.linalg.svdvals(J / J.norm(dim=0))
+    s = s / s[0]
+    assert int((s > 1e-12).sum()) == 63 - 24 - 3
+    assert s[35] > 1e4 * s[36]
+
+
 @pytest.mark.parametrize("d,N,m,kw,expect", [
     (1, 8, 1, dict(eigenvalues="unit"), 4 + 2 * 8 + 1 + 1),
     (1, 8, 1, dict(eigenvalues="unit", conjugate_pairs=False), 8 + 2 * 8 + 1 + 1),
