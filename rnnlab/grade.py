@@ -101,7 +101,7 @@ def _rnnlab_grade(exercises, limit, modules, marker):
     fired = []
     def alarm(signum, frame):
         fired.append(True)
-        raise TimeoutError(f"stopped after {limit} s")
+        raise KeyboardInterrupt(f"stopped after {limit} s")   # evaluate() re-raises it
     names = globals()
     for label, name in exercises:
         if name not in names:
@@ -304,7 +304,7 @@ def worker(nb_path, log_path, cell_timeout, grader_timeout):
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
-    from .book.nbrun import patch_kernel_channels
+    from rnnlab.book.nbrun import patch_kernel_channels   # absolute: this runs as a loaded file
 
     patch_kernel_channels()          # no stall after widget cells (jupyter/nbclient#312)
 

@@ -109,5 +109,5 @@ def test_wrong_answer_fails_naming_the_case(label):
     shown = ex.cases()[case - 1].show
     assert result.message.startswith(f"{label}: case {case} of {total} failed: for {shown},")
     assert why in result.message
-    assert result.passed == case - 1
+    assert case - 1 <= result.passed < total   # every case runs; the first failure is shown
     assert "hint:" in result.message

@@ -144,7 +144,7 @@ def _shared_grad(a, b, h0, g, conj=True, shift=True):
 def test_shared_transition_grad_without_the_conjugate_fails_on_complex_numbers():
     result = _fails_at("ex-scans-shared", lambda *args: _shared_grad(*args, conj=False),
                        2, 5, "complex128")
-    assert result.passed == 1          # the real case passes: only the conjugate is missing
+    assert 1 <= result.passed < result.total   # the real cases pass: only the conjugate is missing
 
 
 def test_shared_transition_grad_with_the_current_state_fails():

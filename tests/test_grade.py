@@ -158,7 +158,7 @@ def test_exit_code_columns_and_summary(graded):
 
 def test_passed_failed_and_non_notebooks_listed(graded):
     alice = graded["rows"]["alice"]
-    assert [alice[label] for label in LABELS] == ["passed", "failed 1/4", "passed", "missing"]
+    assert [alice[label] for label in LABELS] == ["passed", "failed 2/4", "passed", "missing"]
     assert alice["score"] == "2"     # a student's fake marker line does not count
     assert "notes.txt: skipped (not a notebook)" in alice["notes"]
     assert "report.pdf: skipped (not a notebook)" in alice["notes"]
@@ -203,7 +203,7 @@ def test_empty_and_corrupt_files(graded):
 
 
 def test_flat_layout(graded):
-    assert graded["rows"]["gina"]["ex-test-head"] == "failed 0/2"
+    assert graded["rows"]["gina"]["ex-test-head"] == "failed 1/2"   # every case runs
     hank = graded["rows"]["hank"]
     assert hank["score"] == "0" and "hank.py: skipped (not a notebook)" in hank["notes"]
 

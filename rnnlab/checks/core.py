@@ -289,32 +289,38 @@ def _evaluate(label, candidate):
                            message=f"{label}: expected a function {ex.signature}, got {_kind(candidate)}")
     cases = list(ex.cases())
     total = len(cases)
-    passed = 0
+    passed, first = 0, None          # every case runs (for the count); the first failure is shown
     for i, case in enumerate(cases, 1):
         expected = ex.reference(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
         try:
             got = candidate(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
         except NotImplementedError:
-            return CheckResult(label=label, status="not attempted", total=total,
-                               message=f"{label}: not attempted yet (the starter still raises "
-                                       f"NotImplementedError); fill in {ex.signature} and run the "
-                                       "check again")
+            if passed == 0 and first is None:
+                return CheckResult(label=label, status="not attempted", total=total,
+                                   message=f"{label}: not attempted yet (the starter still raises "
+                                           f"NotImplementedError); fill in {ex.signature} and run "
+                                           "the check again")
+            first = first or (i, case, "your function raised NotImplementedError")
+            continue
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # noqa: BLE001
-            return _failure(ex, passed, total, i, case,
-                            f"your function raised {_error_line(exc)}")
+            first = first or (i, case, f"your function raised {_error_line(exc)}")
+            continue
         why = ex.agree(got, expected)
         if why:
-            return _failure(ex, passed, total, i, case,
-                            f"expected {_short(expected)}, got {_short(got)} ({why})")
+            first = first or (i, case, f"expected {_short(expected)}, got {_short(got)} ({why})")
+            continue
         passed += 1
+    if first is not None:
+        return _failure(ex, passed, total, *first)
     return CheckResult(label=label, status="passed", passed=passed, total=total,
                        message=f"{label}: passed, {passed} of {total} cases")
 
 
 def _failure(ex, passed, total, i, case, what):
-    msg = f"{ex.label}: case {i} of {total} failed: for {case.describe(ex.parameter_names())}, {what}"
+    msg = (f"{ex.label}: case {i} of {total} failed: for {case.describe(ex.parameter_names())}, "
+           f"{what}\n  {passed} of {total} cases passed")
     if ex.hint:
         msg += f"\n  hint: {ex.hint}"
     return CheckResult(label=ex.label, status="failed", passed=passed, total=total, message=msg)
