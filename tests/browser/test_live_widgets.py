@@ -93,8 +93,12 @@ def voila(tmp_path_factory):
                JUPYTER_RUNTIME_DIR=str(folder / "runtime"), JUPYTER_PLATFORM_DIRS="1",
                PYDEVD_DISABLE_FILE_VALIDATION="1")
     log = open(folder / "voila.log", "w")
+    # Voilà executes the notebook with nbclient, which can wait forever after a widget cell
+    # (jupyter/nbclient#312; seen here once in a fresh clone): start it with rnnlab's fix applied.
+    launch = ("import sys; from rnnlab.book.nbrun import patch_kernel_channels; patch_kernel_channels(); "
+              "from voila.app import main; sys.argv[0] = 'voila'; sys.exit(main())")
     process = subprocess.Popen(
-        [sys.executable, "-m", "voila", str(notebook), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+        [sys.executable, "-c", launch, str(notebook), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
          "--show_tracebacks=True", f"--Voila.root_dir={folder}"],
         cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
