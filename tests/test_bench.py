@@ -23,7 +23,7 @@ TIME_KEYS = ("fwd_s", "fwdbwd_s", "floor_s", "floor_alloc_s", "floor_fwdbwd_s", 
              "loop_fwd_s", "loop_fwdbwd_s")
 RATIO_KEYS = ("fwd_over_floor", "fwd_over_floor_alloc", "fwdbwd_over_fwd", "fwdbwd_over_floor_fwdbwd",
               "loop_over_fwd", "loop_fwdbwd_over_fwdbwd", "cumsum_over_fwd")
-ROW_KEYS = ("benchmark", "backend", "device", "dtype", "T", "B", "C", "stat", "skipped", "loop_steps",
+ROW_KEYS = ("benchmark", "backend", "device", "dtype", "T", "B", "C", "a", "stat", "skipped", "loop_steps",
             "loop_extrapolated", "loop_repeats", "bytes_fwd", "fwd_GBps", "floor_GBps", "timings", "targets",
             *TIME_KEYS, *RATIO_KEYS)
 TIMING_KEYS = {"median", "q1", "q3", "iqr", "min", "mean", "n"}
@@ -100,7 +100,8 @@ def test_rows_have_the_expected_keys_and_positive_times(rows):
         (b, d, t) for b in BACKENDS for d in ("float32", "complex64") for t in (8, 5)}
     for r in rows:
         assert set(ROW_KEYS) <= set(r), set(ROW_KEYS) - set(r)
-        assert (r["benchmark"], r["B"], r["C"], r["device"], r["stat"]) == ("scan", 2, 3, "cpu", "median")
+        assert (r["benchmark"], r["B"], r["C"], r["a"], r["device"], r["stat"]) == (
+            "scan", 2, 3, "BTC", "cpu", "median")
         assert r["skipped"] is None
         for key in TIME_KEYS:
             assert r[key] > 0, key
@@ -156,6 +157,20 @@ def test_no_loop_leaves_its_fields_empty():
     assert r["loop_fwd_s"] is None and r["loop_over_fwd"] is None and r["fwd_s"] > 0
     assert "loop_fwd" not in r["timings"]
     scan.format_table(rows)
+
+
+def test_forms_of_a():
+    """a shared over the batch (TC) or time-invariant (C): one row per form, the traffic of a counted once."""
+    rows = scan.run(T=(6,), sizes=((2, 3),), dtypes=("complex64",), backends=BACKENDS, loop=False,
+                    a_forms=("C", "TC"), **TINY)
+    assert [(r["backend"], r["a"]) for r in rows] == [(b, f) for f in ("C", "TC") for b in BACKENDS]
+    for r in rows:
+        assert r["fwd_s"] > 0 and r["fwdbwd_s"] > 0 and r["floor_fwdbwd_s"] > 0
+        assert r["bytes_fwd"] == {"C": 3 + 2 * 36, "TC": 18 + 2 * 36}[r["a"]] * 8
+    table = scan.format_table(rows)
+    assert " TC " in table and " C " in table
+    with pytest.raises(ValueError, match="a_forms"):
+        scan.run(T=(4,), sizes=((1, 2),), dtypes=("float32",), backends=("torch",), a_forms=("CT",), **TINY)
 
 
 def test_run_rejects_bad_arguments():
@@ -242,6 +257,7 @@ def test_cli_no_json(tmp_path, capsys, monkeypatch):
     (["scan", "--T", "ten"], "positive integer"),
     (["scan", "--dtypes", "int8"], "invalid choice"),
     (["scan", "--backends", "gpu"], "invalid choice"),
+    (["scan", "--a-forms", "BT"], "invalid choice"),
     (["scan", "--min-time", "-1"], "non-negative"),
     (["scan", "--json", "x.json", "--no-json"], "not allowed with"),
     (["nonsense"], "invalid choice"),

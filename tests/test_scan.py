@@ -159,11 +159,11 @@ def test_cpu_channel_blocks(dtype, block):
     h0 = _randn((B, C), dtype, gen)
     for reverse in (False, True):
         h = torch.empty_like(b)
-        scan_cpu.forward_kernel(a.numpy(), b.numpy(), h0.numpy(), reverse, block, h.numpy())
+        scan_cpu.forward_kernel(reverse)(a.numpy(), b.numpy(), h0.numpy(), block, h.numpy())
         torch.testing.assert_close(h, scan_torch.forward(a, b, h0, reverse), **TOL[dtype])
         got = [torch.empty_like(b), torch.empty_like(b), torch.empty_like(h0)]
-        scan_cpu.backward_kernel(a.numpy(), h.numpy(), g.numpy(), h0.numpy(), reverse, block,
-                                 *(x.numpy() for x in got))
+        scan_cpu.backward_kernel(reverse)(a.numpy(), h.numpy(), g.numpy(), h0.numpy(), block,
+                                          *(x.numpy() for x in got))
         for x, y in zip(got, scan_torch.backward(a, h, g, h0, reverse)):
             torch.testing.assert_close(x, y, **TOL[dtype])
 
@@ -233,6 +233,82 @@ def test_thread_count_restored_and_torch_threads_followed():
     torch.testing.assert_close(linear_scan(a, b, backend="cpu"), ref, **TOL[torch.float32])
     linear_scan(a, b[:, :3], backend="cpu")                       # below SERIAL_BELOW
     assert numba.get_num_threads() == before
+
+
+# ---------------------------------------------------------------------------
+# Large outputs reuse the memory of freed outputs (scan_cpu.empty).
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def reuse_small_outputs(monkeypatch):
+    """Every output goes through the pool of freed blocks, however small; the pool starts empty."""
+    monkeypatch.setattr(scan_cpu, "REUSE_MIN_BYTES", 1)
+    scan_cpu.empty_cache()
+    yield
+    scan_cpu.empty_cache()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", A_FORMS)
+def test_reused_memory_gives_the_same_results_and_gradients(reuse_small_outputs, dtype, form):
+    """Outputs written into recycled blocks (holding the previous call's values) are
+    still exact: the kernels write every element; repeated calls agree with the reference."""
+    case = dict(B=3, T=17, C=37, dtype=dtype, form=form, with_h0=True, layout="contiguous", seed=7)
+    a, b, h0 = _inputs(case)
+    ref = linear_scan_ref(a, b, h0)
+    g_ref = _grads(lambda a, b, h0: linear_scan(a, b, h0, backend="torch"), case)
+    for _ in range(3):
+        torch.testing.assert_close(linear_scan(a, b, h0, backend="cpu"), ref, **TOL[dtype])
+        for x, y in zip(_grads(lambda a, b, h0: linear_scan(a, b, h0, backend="cpu"), case), g_ref):
+            torch.testing.assert_close(x, y, **TOL[dtype])
+    assert scan_cpu._free_blocks                                  # the calls did recycle memory
+
+
+def test_a_block_is_reused_only_once_every_view_is_gone(reuse_small_outputs):
+    a, b = torch.rand(4, 8, 16), torch.randn(4, 8, 16)
+    ref = linear_scan_ref(a, b)
+    h = linear_scan(a, b, backend="cpu")
+    ptr, view = h.data_ptr(), h[1:]
+    del h
+    h2 = linear_scan(a, b, backend="cpu")                         # the first block is still in use
+    assert h2.data_ptr() != ptr
+    torch.testing.assert_close(view, ref[1:])
+    del view
+    h3 = linear_scan(a, b, backend="cpu")                         # now it is free again
+    assert h3.data_ptr() == ptr
+    torch.testing.assert_close(h3, ref)
+    torch.testing.assert_close(h2, ref)
+
+
+def test_a_block_freed_while_the_pool_is_busy_waits_and_is_reused(reuse_small_outputs):
+    """An output freed while the pool's lock is held (another thread, or a garbage
+    collection inside the pool's own code) never waits for the lock: its block is
+    parked and joins the pool at the next allocation."""
+    x = scan_cpu.empty((4, 8, 16), torch.float32)
+    ptr = x.data_ptr()
+    with scan_cpu._free_lock:
+        del x
+        assert len(scan_cpu._pending) == 1 and not scan_cpu._free_blocks
+    y = scan_cpu.empty((4, 8, 16), torch.float32)
+    assert y.data_ptr() == ptr and not scan_cpu._pending
+
+
+def test_reuse_is_bounded_and_can_be_turned_off(reuse_small_outputs, monkeypatch):
+    x = scan_cpu.empty((4, 8, 16), torch.complex64)
+    assert x.shape == (4, 8, 16) and x.dtype == torch.complex64 and x.is_contiguous()
+    del x
+    assert sum(blk.numel() for blk in scan_cpu._free_blocks) == 4 * 8 * 16 * 8
+    monkeypatch.setattr(scan_cpu, "REUSE_MAX_BYTES", 3000)        # room for one (16, 16) float64 block
+    kept = [scan_cpu.empty((16, 16), torch.float64) for _ in range(3)]
+    del kept
+    assert sum(blk.numel() for blk in scan_cpu._free_blocks) <= 3000
+    scan_cpu.empty_cache()
+    assert not scan_cpu._free_blocks
+    monkeypatch.setattr(scan_cpu, "REUSE_MAX_BYTES", 0)           # off: plain torch.empty
+    y = scan_cpu.empty((4, 8, 16), torch.float32)
+    assert y.untyped_storage().resizable()
+    del y
+    assert not scan_cpu._free_blocks
 
 
 def test_auto_is_cpu_for_cpu_tensors():

@@ -1,7 +1,10 @@
 """Benchmark of :func:`rnnlab.linear_scan`: ``python -m rnnlab.bench scan``.
 
-For every sequence length ``T``, size ``(B, C)``, dtype and backend, one row
-holds the kernel's times and its baselines, all timed in the same run:
+For every sequence length ``T``, size ``(B, C)``, dtype, form of ``a`` and
+backend, one row holds the kernel's times and its baselines, all timed in the
+same run. The form of ``a`` (row key ``a``) is ``BTC`` (a time-varying
+``(B, T, C)`` transition, the default), ``TC`` (shared over the batch) or
+``C`` (time-invariant, ``(C,)``, as in the LDS models):
 
 ``fwd``            ``linear_scan(a, b, backend=...)``, inputs not requiring grad.
 ``fwdbwd``         forward and backward: ``torch.autograd.grad(h, (a, b), g)``.
@@ -15,7 +18,11 @@ holds the kernel's times and its baselines, all timed in the same run:
                    ``addcmul(g, a, g, out=G)`` and ``mul(G, h, out=grad_a)``
                    (they read a, g, G, h and write G, grad_a: 9 tensor passes in
                    all, against the 8 that fwd+bwd needs at least, so slightly
-                   generous to the kernel).
+                   generous to the kernel). For ``a`` of form ``C`` the
+                   backward reads g and h and writes G only (the kernel sums
+                   the gradient of ``a`` as it goes): one pass
+                   ``addcmul(g, a, h, out=G)`` (5 tensor passes in all, as
+                   fwd+bwd).
 ``cumsum``         ``torch.cumsum(b, dim=1)``: torch's own scan along time.
 ``loop_fwd``,      the torch reference, ``linear_scan(..., backend="torch")``:
 ``loop_fwdbwd``    a Python loop over time. It is slow, so it gets fewer
@@ -52,7 +59,7 @@ import torch
 from . import Column, Target, check_targets, format_ratio, format_seconds, render_table
 from .timing import available_memory_bytes, match_thread_pools, time_calls
 
-__all__ = ["run", "format_table", "TARGETS", "DEFAULT_T", "DEFAULT_SIZES", "DEFAULT_DTYPES",
+__all__ = ["run", "format_table", "TARGETS", "DEFAULT_T", "DEFAULT_SIZES", "DEFAULT_DTYPES", "A_FORMS",
            "QUICK_T", "QUICK_SIZES", "DTYPES", "available_backends", "default_backends"]
 
 DESCRIPTION = "linear_scan (cpu/cuda) against the torch loop, torch.cumsum and the memory floor"
@@ -60,6 +67,9 @@ DESCRIPTION = "linear_scan (cpu/cuda) against the torch loop, torch.cumsum and t
 DEFAULT_T = (256, 1024, 4096)
 DEFAULT_SIZES = ((4, 64), (16, 256), (32, 512))  # (B, C): B*C = 256, 4096, 16384
 DEFAULT_DTYPES = ("float32", "complex64")
+# Forms of a: time-varying (B, T, C), shared over the batch (T, C), time-invariant (C,).
+A_FORMS = ("BTC", "TC", "C")
+DEFAULT_A_FORMS = ("BTC",)
 QUICK_T = (256, 1024)
 QUICK_SIZES = ((4, 32), (8, 128))
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
@@ -109,7 +119,7 @@ def default_backends():
     return ("cpu", "cuda") if torch.cuda.is_available() else ("cpu",)
 
 
-def _check_run_args(T, sizes, dtypes, backends, stat, loop_max_T):
+def _check_run_args(T, sizes, dtypes, backends, stat, loop_max_T, a_forms=DEFAULT_A_FORMS):
     if isinstance(T, int):
         T = (T,)
     T = tuple(T)
@@ -143,15 +153,22 @@ def _check_run_args(T, sizes, dtypes, backends, stat, loop_max_T):
         raise ValueError(f"scan.run: stat must be 'median', 'min' or 'mean', got {stat!r}")
     if loop_max_T is not None and (not isinstance(loop_max_T, int) or loop_max_T < 1):
         raise ValueError(f"scan.run: loop_max_T must be a positive integer or None, got {loop_max_T!r}")
-    return T, sizes, dtypes, backends
+    if isinstance(a_forms, str):
+        a_forms = (a_forms,)
+    a_forms = tuple(a_forms)
+    if not a_forms or any(f not in A_FORMS for f in a_forms):
+        raise ValueError(f"scan.run: a_forms must be among {A_FORMS}, got {a_forms!r}")
+    return T, sizes, dtypes, backends, a_forms
 
 
-def _inputs(B, T, C, dtype, device, seed):
-    """Seeded ``a`` (modulus in [0.5, 1): states stay O(1), no denormals), ``b`` and ``g`` (B, T, C)."""
+def _inputs(B, T, C, dtype, device, seed, a_form="BTC"):
+    """Seeded ``a`` (modulus in [0.5, 1): states stay O(1), no denormals) of the
+    form ``a_form`` (``(B, T, C)``, ``(T, C)`` or ``(C,)``), ``b`` and ``g`` (B, T, C)."""
     gen = torch.Generator().manual_seed(seed)
-    modulus = 0.5 + 0.5 * torch.rand(B, T, C, generator=gen)
+    shape = {"BTC": (B, T, C), "TC": (T, C), "C": (C,)}[a_form]
+    modulus = 0.5 + 0.5 * torch.rand(shape, generator=gen)
     if dtype.is_complex:
-        phase = 2 * math.pi * torch.rand(B, T, C, generator=gen)
+        phase = 2 * math.pi * torch.rand(shape, generator=gen)
         a = torch.polar(modulus, phase).to(dtype)
     else:
         a = modulus.to(dtype)
@@ -171,11 +188,11 @@ def _fwdbwd(a, b, g, backend):
     return call
 
 
-def _measure_baselines(B, T, C, dtype, device, seed, s, loop, loop_max_T):
-    """Timings of the baselines of one (B, T, C, dtype, device), minus those needing a kernel."""
+def _measure_baselines(B, T, C, dtype, device, seed, s, loop, loop_max_T, a_form="BTC"):
+    """Timings of the baselines of one (B, T, C, dtype, device, form of a), minus those needing a kernel."""
     from rnnlab import linear_scan
 
-    a, b, g = _inputs(B, T, C, dtype, device, seed)
+    a, b, g = _inputs(B, T, C, dtype, device, seed, a_form)
     h, G, ga = torch.empty_like(b), torch.empty_like(b), torch.empty_like(b)
 
     def floor():
@@ -183,15 +200,19 @@ def _measure_baselines(B, T, C, dtype, device, seed, s, loop, loop_max_T):
 
     def floor_fwdbwd():
         torch.addcmul(b, a, b, out=h)
-        torch.addcmul(g, a, g, out=G)
-        torch.mul(G, h, out=ga)
+        if a_form == "C":                   # the backward reads g, h and writes G only
+            torch.addcmul(g, a, h, out=G)
+        else:
+            torch.addcmul(g, a, g, out=G)
+            torch.mul(G, h, out=ga)
 
     out = time_calls({"cumsum": lambda: torch.cumsum(b, dim=1)}, warmup=s["warmup"],
                      min_repeats=s["min_repeats"], min_time=s["cumsum_min_time"], device=device)
     info = {"loop_steps": None, "loop_extrapolated": False}
     if loop:
         Tl = T if loop_max_T is None else min(T, loop_max_T)
-        al, bl, gl = (x[:, :Tl].contiguous() for x in (a, b, g)) if Tl < T else (a, b, g)
+        al = a if Tl == T or a.dim() == 1 else a[..., :Tl, :].contiguous()
+        bl, gl = (x[:, :Tl].contiguous() for x in (b, g)) if Tl < T else (b, g)
         lt = time_calls({"loop_fwd": lambda: linear_scan(al, bl, backend="torch"),
                          "loop_fwdbwd": _fwdbwd(al, bl, gl, "torch")},
                         warmup=1, min_repeats=s["loop_min_repeats"], min_time=s["loop_min_time"],
@@ -210,12 +231,16 @@ def _ratio(num, den):
     return num / den
 
 
-def _row(backend, device, dtype_name, T, B, C, stat, timings, info, itemsize):
+def _a_numel(a_form, B, T, C):
+    return {"BTC": B * T * C, "TC": T * C, "C": C}[a_form]
+
+
+def _row(backend, device, dtype_name, T, B, C, stat, timings, info, itemsize, a_form="BTC"):
     def get(name):
         return timings[name].stat(stat) if name in timings else None
 
     row = {"benchmark": "scan", "backend": backend, "device": str(device), "dtype": dtype_name,
-           "T": T, "B": B, "C": C, "stat": stat, "skipped": None}
+           "T": T, "B": B, "C": C, "a": a_form, "stat": stat, "skipped": None}
     for name in ("fwd", "fwdbwd", "floor", "floor_alloc", "floor_fwdbwd", "cumsum",
                  "loop_fwd", "loop_fwdbwd"):
         row[f"{name}_s"] = get(name)
@@ -228,7 +253,7 @@ def _row(backend, device, dtype_name, T, B, C, stat, timings, info, itemsize):
     row["loop_over_fwd"] = _ratio(row["loop_fwd_s"], row["fwd_s"])
     row["loop_fwdbwd_over_fwdbwd"] = _ratio(row["loop_fwdbwd_s"], row["fwdbwd_s"])
     row["cumsum_over_fwd"] = _ratio(row["cumsum_s"], row["fwd_s"])
-    traffic = 3 * B * T * C * itemsize  # read a, read b, write h
+    traffic = (_a_numel(a_form, B, T, C) + 2 * B * T * C) * itemsize  # read a, read b, write h
     row["bytes_fwd"] = traffic
     row["fwd_GBps"] = _ratio(traffic / 1e9, row["fwd_s"])
     row["floor_GBps"] = _ratio(traffic / 1e9, row["floor_s"])
@@ -237,15 +262,15 @@ def _row(backend, device, dtype_name, T, B, C, stat, timings, info, itemsize):
     return row
 
 
-def _skipped_row(backend, device, dtype_name, T, B, C, stat, reason):
+def _skipped_row(backend, device, dtype_name, T, B, C, stat, reason, a_form="BTC"):
     row = {"benchmark": "scan", "backend": backend, "device": str(device), "dtype": dtype_name,
-           "T": T, "B": B, "C": C, "stat": stat, "skipped": reason, "timings": {}, "targets": {}}
+           "T": T, "B": B, "C": C, "a": a_form, "stat": stat, "skipped": reason, "timings": {}, "targets": {}}
     return row
 
 
 def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="median",
-        loop=True, loop_max_T=None, seed=0, threads=None, progress=None, **timing):
-    """Time ``linear_scan`` and its baselines; return one dict per (backend, dtype, T, B, C).
+        loop=True, loop_max_T=None, seed=0, threads=None, progress=None, a_forms=None, **timing):
+    """Time ``linear_scan`` and its baselines; return one dict per (backend, dtype, T, B, C, form of a).
 
     Parameters
     ----------
@@ -277,6 +302,9 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
         Set torch's thread count first; numba's pool is always sized to torch's.
     progress : callable(str) or None
         Called with a short line before each row is measured.
+    a_forms : sequence of str or None
+        Forms of ``a`` among :data:`A_FORMS`: ``"BTC"`` (time-varying, the
+        default), ``"TC"`` (shared over the batch), ``"C"`` (time-invariant).
     **timing
         Overrides of the timing settings: ``warmup``, ``min_repeats``,
         ``min_time`` (seconds of interleaved rounds for the kernel and the
@@ -285,7 +313,7 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
     Returns
     -------
     list of dict, one per row, JSON-ready. Keys: ``benchmark``, ``backend``,
-    ``device``, ``dtype``, ``T``, ``B``, ``C``, ``stat``, ``skipped`` (None or
+    ``device``, ``dtype``, ``T``, ``B``, ``C``, ``a`` (the form of ``a``), ``stat``, ``skipped`` (None or
     why the row was not measured, e.g. too little memory); times in seconds
     ``fwd_s``, ``fwdbwd_s``, ``floor_s``, ``floor_alloc_s``,
     ``floor_fwdbwd_s``, ``cumsum_s``, ``loop_fwd_s``, ``loop_fwdbwd_s``;
@@ -304,7 +332,8 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
     sizes = (QUICK_SIZES if quick else DEFAULT_SIZES) if sizes is None else sizes
     dtypes = DEFAULT_DTYPES if dtypes is None else dtypes
     backends = default_backends() if backends is None else backends
-    T, sizes, dtypes, backends = _check_run_args(T, sizes, dtypes, backends, stat, loop_max_T)
+    a_forms = DEFAULT_A_FORMS if a_forms is None else a_forms
+    T, sizes, dtypes, backends, a_forms = _check_run_args(T, sizes, dtypes, backends, stat, loop_max_T, a_forms)
     match_thread_pools(threads)
 
     from rnnlab import linear_scan
@@ -315,14 +344,14 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
         devices.setdefault("cuda" if backend == "cuda" else "cpu", []).append(backend)
 
     rows = []
-    total = len(T) * len(sizes) * len(dtypes) * len(backends)
+    total = len(T) * len(sizes) * len(dtypes) * len(a_forms) * len(backends)
     done = 0
     for device, device_backends in devices.items():
         for dtype_name in dtypes:
             dtype = DTYPES[dtype_name]
             itemsize = torch.empty((), dtype=dtype).element_size()
             for t in T:
-                for B, C in sizes:
+                for (B, C), a_form in ((size, f) for size in sizes for f in a_forms):
                     need = _TENSORS_ALIVE * B * t * C * itemsize
                     if device == "cpu":
                         avail = available_memory_bytes()
@@ -331,15 +360,16 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
                     if avail is not None and need > 0.8 * avail:
                         reason = f"needs about {need / 1e9:.1f} GB, {avail / 1e9:.1f} GB available"
                         for backend in device_backends:
-                            rows.append(_skipped_row(backend, device, dtype_name, t, B, C, stat, reason))
+                            rows.append(_skipped_row(backend, device, dtype_name, t, B, C, stat, reason, a_form))
                             done += 1
                         continue
                     if progress is not None:
                         k = len(device_backends)
                         which = f"{done + 1}" if k == 1 else f"{done + 1}-{done + k}"
-                        progress(f"[{which}/{total}] {'/'.join(device_backends)} {dtype_name} T={t} B={B} C={C}")
+                        progress(f"[{which}/{total}] {'/'.join(device_backends)} {dtype_name} T={t} B={B} C={C} "
+                                 f"a={a_form}")
                     (a, b, g), floors, base, info = _measure_baselines(
-                        B, t, C, dtype, device, seed, settings, loop, loop_max_T)
+                        B, t, C, dtype, device, seed, settings, loop, loop_max_T, a_form)
                     for backend in device_backends:
                         done += 1
                         fns = {"fwd": (lambda be=backend: linear_scan(a, b, backend=be)),
@@ -348,7 +378,8 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
                                              min_repeats=settings["min_repeats"],
                                              min_time=settings["min_time"], device=device)
                         timings.update(base)
-                        rows.append(_row(backend, device, dtype_name, t, B, C, stat, timings, info, itemsize))
+                        rows.append(_row(backend, device, dtype_name, t, B, C, stat, timings, info, itemsize,
+                                         a_form))
                     del a, b, g, floors
                     gc.collect()
     return rows
@@ -383,6 +414,7 @@ def _columns():
     return [
         Column("backend", lambda r: r["backend"], "<"),
         Column("dtype", lambda r: r["dtype"], "<"),
+        Column("a", lambda r: r.get("a", "BTC"), "<"),
         Column("T", lambda r: r["T"]),
         Column("BxC", lambda r: f"{r['B']}x{r['C']}"),
         Column("fwd", _cell("fwd_s", format_seconds)),
@@ -407,7 +439,8 @@ def format_table(rows, *, title=None):
     notes = [
         f"Times: {stat} per call. floor = torch.addcmul(b, a, b, out=h) (reads a, b; writes h: a scan's traffic);",
         "floor+alloc = the same allocating h, as linear_scan does; fb = forward+backward (autograd.grad of a and b);",
-        "fb-floor = floor + addcmul(g, a, g, out=G) + mul(G, h, out=grad_a); loop = linear_scan(backend='torch');",
+        "fb-floor = floor + addcmul(g, a, g, out=G) + mul(G, h, out=grad_a), for a of form C floor + addcmul(g, a, h,",
+        "out=G); a = the form of a: BTC (B, T, C), TC (T, C), C (C,); loop = linear_scan(backend='torch');",
         "loop fb/fb = speed-up of the kernel's fwd+bwd over the loop's; cumsum = torch.cumsum(b, dim=1).",
     ]
     if any(r.get("loop_extrapolated") for r in rows):
@@ -476,6 +509,9 @@ def add_arguments(parser):
                              + " ".join(f"{B}x{C}" for B, C in DEFAULT_SIZES) + ")")
     parser.add_argument("--dtypes", nargs="+", choices=tuple(DTYPES), metavar="DTYPE",
                         help=f"among {', '.join(DTYPES)} (default {' '.join(DEFAULT_DTYPES)})")
+    parser.add_argument("--a-forms", nargs="+", choices=A_FORMS, metavar="FORM", dest="a_forms",
+                        help="forms of a: BTC (time-varying (B, T, C)), TC (shared over the batch), "
+                             "C (time-invariant (C,)) (default BTC)")
     parser.add_argument("--backends", nargs="+", choices=BACKENDS, metavar="BACKEND",
                         help="linear_scan backends to time, among cpu, cuda, torch "
                              "(default cpu, plus cuda on a GPU)")
@@ -502,7 +538,9 @@ def from_args(args, parser=None):
     timing = {}
     if args.min_time is not None:
         timing["min_time"] = args.min_time
+    a_forms = getattr(args, "a_forms", None)
     config = {"T": args.T, "sizes": args.sizes, "dtypes": args.dtypes, "backends": list(backends),
+              "a_forms": list(a_forms or DEFAULT_A_FORMS),
               "quick": args.quick, "stat": args.stat, "loop": args.loop, "loop_max_T": args.loop_max_T,
               "seed": args.seed, "threads": getattr(args, "threads", None), **timing}
 
@@ -511,7 +549,7 @@ def from_args(args, parser=None):
 
     rows = run(T=args.T, sizes=args.sizes, dtypes=args.dtypes, backends=backends, quick=args.quick,
                stat=args.stat, loop=args.loop, loop_max_T=args.loop_max_T, seed=args.seed,
-               threads=getattr(args, "threads", None), progress=progress, **timing)
+               threads=getattr(args, "threads", None), progress=progress, a_forms=a_forms, **timing)
     settings = dict(_SETTINGS[bool(args.quick)], **timing)
     config.update(T=sorted({r["T"] for r in rows}), settings=settings,
                   sizes=[[B, C] for B, C in dict.fromkeys((r["B"], r["C"]) for r in rows)],
