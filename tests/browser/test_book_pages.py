@@ -8,6 +8,7 @@ aborted and counts as a failure: the book must work without a network.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -51,6 +52,7 @@ COLLECT = r"""() => {
 
 # Generous: a loaded 2-core machine has taken over 30 s to reach network idle on the heaviest page.
 WAIT_MS = 90_000
+REDIRECT = re.compile(r'<meta http-equiv="Refresh" content="0; url=([^"]+)"', re.I)
 
 
 @dataclass
@@ -86,6 +88,9 @@ def visited(built_book, book_url, browser) -> dict[str, Visit]:
             visit = Visit(book_url + rel)
             try:
                 page.goto(visit.url, wait_until="load", timeout=2 * WAIT_MS)
+                target = REDIRECT.search((built_book / rel).read_text(encoding="utf8", errors="replace")[:500])
+                if target:   # the root index.html is a meta refresh: check the page it lands on
+                    page.wait_for_url("**/" + target.group(1), wait_until="load", timeout=WAIT_MS)
                 if page.locator('script[src*="vendor/mathjax"]').count():
                     page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
                                            timeout=WAIT_MS)
