@@ -71,6 +71,8 @@ def test_code_exercises_follow_the_convention(path):
         check_at = at[label]
         check_cell = cells[check_at]
         assert "nbval-check-output" in _tags(check_cell), f"{label}: check cell not tagged nbval-check-output"
+        assert _src(check_cell).strip() == f'from rnnlab.checks import check\ncheck("{label}", {ex.name})', (
+            f"{label}: the check cell is exactly the import and the call")
         assert f"{label}: passed" in _out_text(check_cell), f"{label}: stored check output is not 'passed'"
         starters = [i for i, c in enumerate(cells[:check_at])
                     if "exercise-starter" in _tags(c) and re.search(rf"^def {ex.name}\(", _src(c), re.M)]
@@ -117,7 +119,9 @@ def test_every_declared_exercise_is_in_a_notebook():
 @pytest.mark.parametrize("label", [ex.label for ex in checks.exercises()])
 def test_the_reference_passes_and_wrong_answers_fail(label):
     ex = checks.get(label)
-    assert checks.evaluate(label, ex.reference).ok
+    result = checks.evaluate(label, ex.reference)
+    assert result.ok and 3 <= result.total <= 6, result.message
+    assert result.message == f"{label}: passed, {result.total} of {result.total} cases"
     for wrong in (lambda *a, **k: None, lambda *a, **k: 0.123456, lambda *a, **k: "x"):
         result = checks.evaluate(label, wrong)
         assert result.status == "failed", result.message
