@@ -12,6 +12,9 @@ Benchmarks (:data:`BENCHMARKS`):
           torch loop, ``torch.cumsum`` and the memory floor.
 ``lds``   :mod:`rnnlab.bench.lds`: LDS and LDStack against torch.nn.LSTM,
           torch.nn.RNN and a Python-loop RNN (forward+backward against T).
+``scan-plain``  :mod:`rnnlab.bench.scan_plain`: ``linear_scan`` timed plainly in
+          fresh processes (default allocator, back-to-back calls), warm and
+          with the cache evicted, its forward+backward split into parts.
 
 From Python (what the book does, with small sizes)::
 
@@ -45,6 +48,7 @@ __all__ = ["BENCHMARKS", "load", "Target", "check_targets", "Column", "render_ta
 BENCHMARKS = {
     "scan": "rnnlab.bench.scan",
     "lds": "rnnlab.bench.lds",
+    "scan-plain": "rnnlab.bench.scan_plain",
 }
 
 #: Where results go by default (relative to the working directory; git-ignored in the repository).

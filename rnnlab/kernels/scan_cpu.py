@@ -48,6 +48,19 @@ Details that matter for speed (measured on a 2-core machine, see
   0-27 MiB per call depending on the process, the main reason its time
   varied from 3x to 10x the forward pass's from one process to the next.
 
+What is left of forward+backward against the forward pass, timed plainly
+(fresh processes, the allocator's defaults, back-to-back calls: ``python -m
+rnnlab.bench scan-plain``): autograd runs the backward on the calling thread
+(no hand-off), nothing is copied, and the kernels' ratio with the cache
+evicted before every call is the ratio of the arrays they move (8/3 when
+``a`` is ``(B, T, C)``). Two things push the plain ratio above that at
+(16, 1024, 256) float32: when the same inputs are timed again and again, part
+of the forward pass's 48 MiB is still in the 32 MiB L3 cache and it runs
+faster than memory allows, while the backward's 80 MiB gains less; and about
+0.3-0.6 ms per call is neither kernel (validation, autograd, and Python that
+runs with caches just flushed by the kernels), against a forward pass of
+about 1 ms (at tiny sizes all of it costs 70 us).
+
 The backward pass is the same kind of scan running the other way in time
 (formulas in :mod:`.scan_torch`), done in one pass that computes ``G``,
 ``grad_a`` and ``grad_h0`` while the rows it needs are in cache.
