@@ -16,6 +16,10 @@ into its parts:
   output allocation, no autograd;
 - ``other``: ``fb - fk - bk`` measured inside the same calls (autograd,
   validation, Python): what is neither kernel;
+- ``autograd``: the same ``autograd.grad`` call around a Function that
+  returns ready-made tensors, with a 128 MiB pass (not counted) where the
+  kernels would run in the cold mode: the part of ``other`` that is
+  autograd and Python running from caches the kernels flushed;
 - ``same thread``: whether autograd ran the backward on the calling thread
   (a hand-off to another thread would cost a wake-up per call).
 
@@ -103,7 +107,55 @@ def _child(cfg):
             if others:
                 out[f"{mode}_other"] = statistics.median(others)
     out["same_thread"] = threads == {threading.get_ident()}
+    out.update(_autograd_alone(a, b, g, junk, cfg["repeats"]))
     return out
+
+
+def _autograd_alone(a, b, g, junk, repeats):
+    """What autograd and Python cost around two kernels, with no scan: a Function
+    returning ready-made tensors, warm, and with a pass over ``junk`` (timed and
+    subtracted) in its forward and backward, standing in for kernels that
+    stream tens of MiB and so flush the caches the interpreter runs from."""
+    import time
+
+    import torch
+
+    a, b = a.detach().requires_grad_(True), b.detach().requires_grad_(True)
+    out = {}
+    for mode in ("warm", "cold"):
+        spent = [0.0]
+
+        def stand_in():
+            if mode == "cold":
+                t = time.perf_counter()
+                junk.add_(1.0)
+                spent[0] += time.perf_counter() - t
+
+        class Alone(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, a_, b_):
+                stand_in()
+                ctx.save_for_backward(a_)
+                return _Ready.h
+
+            @staticmethod
+            def backward(ctx, grad):
+                stand_in()
+                return _Ready.ga, _Ready.gb
+
+        _Ready.h, _Ready.ga, _Ready.gb = (torch.empty_like(g) for _ in range(3))
+        times = []
+        for _ in range(repeats + 2):
+            spent[0] = 0.0
+            t = time.perf_counter()
+            torch.autograd.grad(Alone.apply(a, b), (a, b), g)
+            times.append(time.perf_counter() - t - spent[0])
+        out[f"{mode}_autograd"] = statistics.median(times[2:])
+    return out
+
+
+class _Ready:
+    """The tensors :func:`_autograd_alone`'s Function hands back."""
 
 
 def _spawn(cfg):
@@ -148,7 +200,7 @@ def run(T=1024, B=16, C=256, dtypes=("float32", "complex64"), a_forms=("BTC", "C
                        "C": C, "processes": processes, "repeats": repeats,
                        "traffic_ratio": TRAFFIC_RATIO[a_form],
                        "same_thread": all(r["same_thread"] for r in runs)}
-                for part in ("fwd", "fb", "fk", "bk", "other"):
+                for part in ("fwd", "fb", "fk", "bk", "other", "autograd"):
                     row[f"{part}_s"] = statistics.median(r[f"{mode}_{part}"] for r in runs)
                 row["fb_over_fwd"] = [r[f"{mode}_fb"] / r[f"{mode}_fwd"] for r in runs]
                 row["kernels_over_fk"] = [(r[f"{mode}_fk"] + r[f"{mode}_bk"]) / r[f"{mode}_fk"] for r in runs]
@@ -161,10 +213,10 @@ def _spread(values):
 
 
 def format_table(rows, *, title=None):
-    head = ("dtype", "a", "cache", "fwd", "fb", "fk", "bk", "other", "fb/fwd: median (range)",
+    head = ("dtype", "a", "cache", "fwd", "fb", "fk", "bk", "other", "autograd", "fb/fwd: median (range)",
             "(fk+bk)/fk", "traffic", "same thread")
     body = [(r["dtype"], r["a"], r["mode"], *(f"{r[k] * 1e3:.2f}" for k in ("fwd_s", "fb_s", "fk_s", "bk_s",
-                                                                        "other_s")),
+                                                                        "other_s", "autograd_s")),
              _spread(r["fb_over_fwd"]), _spread(r["kernels_over_fk"]), f"{r['traffic_ratio']:.2f}",
              "yes" if r["same_thread"] else "NO") for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
@@ -177,6 +229,8 @@ def format_table(rows, *, title=None):
             f"\nTimes in ms, medians over {r['processes']} fresh processes of the median of {r['repeats']} "
             f"back-to-back calls; (B, T, C) = ({r['B']}, {r['T']}, {r['C']}). fb = forward+backward; fk, bk = "
             "the CPU backend's forward and backward alone; other = fb - fk - bk inside the same calls; "
+            "autograd = the same autograd calls around a Function with no scan (cold: with a 128 MiB pass, "
+            "not counted, where the kernels would run); "
             "cold = a 128 MiB pass evicts the cache before every call; traffic = the ratio of arrays "
             "moved (8/3 for a of form BTC, 5/2 for C); same thread = autograd ran the backward on the "
             "calling thread.")
