@@ -7,7 +7,7 @@ loop.
 """
 __version__ = "0.1.0"
 
-from .kernels import linear_scan, linear_scan_ref  # noqa: E402
+from .kernels import linear_scan, linear_scan_ref, neural_memory  # noqa: E402
 from .notebook import setup_notebook, device_report  # noqa: E402
 
-__all__ = ["linear_scan", "linear_scan_ref", "setup_notebook", "device_report", "__version__"]
+__all__ = ["linear_scan", "linear_scan_ref", "neural_memory", "setup_notebook", "device_report", "__version__"]
