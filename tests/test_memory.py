@@ -14,7 +14,7 @@ import rnnlab
 from rnnlab.kernels import NeuralMemory, neural_memory, neural_memory_backward_ref, neural_memory_ref
 
 KINDS = ["stack", "queue", "deque"]
-BACKENDS = ["torch"]
+BACKENDS = ["torch", "cpu"]
 TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-12)}
 F64 = torch.float64
 
@@ -356,7 +356,7 @@ def test_step_api_guards():
     mem.step(v, d, d)
     with pytest.raises(RuntimeError, match="max_steps=2"):
         mem.step(v, d, d)
-    deque = NeuralMemory("deque", 2, 3, 3, backend=BACKENDS[-1])
+    deque = NeuralMemory("deque", 2, 3, 3)
     with pytest.raises(ValueError, match=r"v_t must have shape \(2, 2, 3\)"):
         deque.step(v, d, d)
     assert deque.strengths.shape == (2, 6) and deque.t == 0
