@@ -5,6 +5,8 @@ Commands:
     train <task> [options]    train a model on a task, with a progress bar,
                               resumable checkpoints and a metrics file
         copy-memory           the copying-memory experiment (Kaul 2020's LDS)
+        transduction          stack/queue/deque LSTMs and Deep LSTMs on transduction tasks
+                              (Grefenstette et al. 2015)
     grade SUBMISSIONS/        grade a folder of submitted notebooks into a CSV
                               and one feedback file per student (rnnlab.grade)
 
@@ -19,6 +21,9 @@ import sys
 TRAIN_TASKS = {
     "copy-memory": ("rnnlab.experiments.copy_memory",
                     "copying memory: remember 10 symbols over T steps (Kaul 2020, Arjovsky et al. 2016)"),
+    "transduction": ("rnnlab.experiments.transduction",
+                     "transduction (copy, reversal, bigram flip, ITGs) with neural stacks, queues, deques "
+                     "and Deep LSTMs (Grefenstette et al. 2015)"),
 }
 
 

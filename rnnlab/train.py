@@ -190,7 +190,7 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
           steps_per_epoch=None, drop_last=True, eval_data=None, eval_every=1, eval_batch_size=None,
           checkpoint=None, checkpoint_every=None, resume=True, metrics_file=None, seed=0, device="auto",
           progress=True, log_every=1, max_steps=None, max_seconds=None, grad_clip=None, callback=None,
-          config=None):
+          config=None, eval_fn=None):
     """Train ``model`` on ``data`` to minimise ``loss_fn``; return a :class:`TrainResult`.
 
     Parameters
@@ -242,6 +242,11 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
         ``KeyboardInterrupt`` raised there is treated as Ctrl-C: saved.)
     config : dict or None
         JSON-able description of the run, stored in checkpoints and the metrics file.
+    eval_fn : callable ``(model, record) -> dict`` or None
+        Further evaluation at the same epochs as ``eval_data`` (every ``eval_every`` epochs and after the
+        last), with the model in eval mode under ``torch.no_grad()``; ``record`` is the epoch's record so
+        far (its training averages). The returned numbers are added to the record under their own
+        names (for evaluations that need more than ``model(inputs)``, such as decoding).
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"train: model must be a torch.nn.Module, got {type(model).__name__}")
@@ -376,6 +381,15 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
             if eval_data is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
                 ev = evaluate(model, eval_data, loss_fn, metrics, eval_batch_size or batch_size, device)
                 rec.update({f"eval_{k}": v for k, v in ev.items()})
+            if eval_fn is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
+                was_training = model.training
+                model.eval()
+                try:
+                    with torch.no_grad():
+                        extra = eval_fn(model, dict(rec))
+                finally:
+                    model.train(was_training)
+                rec.update({k: _number(v) for k, v in (extra or {}).items()})
             stepping = True
             if sched is not None:
                 sched.step()

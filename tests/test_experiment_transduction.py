@@ -1,0 +1,123 @@
+"""The transduction experiment: data stream, the command line, metrics, checkpoints, exact resumption, evaluation."""
+import json
+import os
+
+import pytest
+import torch
+
+from rnnlab.experiments import transduction as exp
+from rnnlab.tasks import IGNORE_INDEX
+from rnnlab.train import load_checkpoint
+
+TINY = ["--task", "reversal", "--hidden", "8", "--values", "4", "--embedding", "4", "--vocab", "4",
+        "--min-len", "2", "--max-len", "4", "--test-min-len", "5", "--test-max-len", "6",
+        "--eval-samples", "6", "--test-samples", "5", "--no-progress", "--threads", "1"]
+TINY_RUN = dict(task="reversal", hidden=8, values=4, embedding=4, vocab=4, train_lengths=(2, 4),
+                test_lengths=(5, 6), eval_samples=6, test_samples=5, progress=False, device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def _keep_torch_threads():
+    """``--threads 1`` sets torch's process-wide pool: restore it for the other tests."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_batch_stream_is_a_deterministic_fresh_stream():
+    data = exp.batch_stream("reversal", 10, (8, 64), 128, seed=3, steps_per_epoch=5)
+    x, y = data(0, 1)
+    assert x.shape[0] == y.shape[0] == 10 and x.shape == y.shape
+    assert torch.equal(data(0, 1)[0], x)
+    assert torch.equal(data(1, 0)[0], data(0, 5)[0])               # one stream, counted in steps
+    assert not torch.equal(data(0, 2)[0][:, :5], x[:, :5])
+    other = exp.batch_stream("reversal", 10, (8, 64), 128, seed=4, steps_per_epoch=5)
+    assert not torch.equal(other(0, 1)[0][:, :5], x[:, :5])
+    # 8..64 source symbols: <s> source ||| target, and target + </s> predicted
+    lengths = (y != IGNORE_INDEX).sum(1) - 1
+    assert lengths.min() >= 8 and lengths.max() <= 64
+    assert exp.derived_seed(1, 2) != exp.derived_seed(2, 1) and exp.derived_seed(5) >= 0
+
+
+def test_loss_ignores_the_source_positions():
+    logits = torch.zeros(1, 4, 3, requires_grad=True)
+    targets = torch.tensor([[IGNORE_INDEX, IGNORE_INDEX, 1, 2]])
+    loss = exp.transduction_loss(logits, targets)
+    assert loss.item() == pytest.approx(torch.log(torch.tensor(3.0)).item())
+    loss.backward()
+    assert (logits.grad[0, :2] == 0).all() and (logits.grad[0, 2:] != 0).any()
+
+
+def test_command_line_writes_metrics_and_a_checkpoint_and_resumes(tmp_path, capsys):
+    from rnnlab.__main__ import main
+    out = str(tmp_path / "run")
+    argv = ["train", "transduction", *TINY, "--model", "stack", "--eval-every", "2", "--out", out]
+    assert main(argv + ["--steps", "4"]) == 0
+    printed = capsys.readouterr().out
+    assert "completed at step 4" in printed and "test coarse" in printed
+    config = json.loads(open(os.path.join(out, "config.json")).read())
+    assert config["model"] == "stack" and config["parameters"] > 0 and config["memory_backend"] in ("cpu", "torch")
+    assert config["threads"] == 1
+    metrics = json.loads(open(os.path.join(out, "metrics.json")).read())
+    assert [r["step"] for r in metrics["epochs"]] == [2, 4] and len(metrics["steps"]) == 4
+    for r in metrics["epochs"]:
+        assert {"loss", "perplexity", "val_perplexity", "val_coarse", "val_fine", "time"} <= set(r)
+        assert r["perplexity"] == pytest.approx(torch.tensor(r["loss"]).exp().item(), rel=1e-6)
+        assert 0 <= r["val_coarse"] <= r["val_fine"] <= 1
+    assert metrics["test"]["step"] == 4 and metrics["test"]["samples"] == 5 and metrics["test"]["lengths"] == [5, 6]
+    state = load_checkpoint(os.path.join(out, "checkpoint.pt"))
+    assert state["step"] == 4 and state["config"]["task"] == "reversal"
+    # the same command with more steps resumes from the checkpoint
+    assert main(argv + ["--steps", "6"]) == 0
+    assert load_checkpoint(os.path.join(out, "checkpoint.pt"))["step"] == 6
+    metrics = json.loads(open(os.path.join(out, "metrics.json")).read())
+    assert [r["step"] for r in metrics["epochs"]] == [2, 4, 6] and metrics["test"]["step"] == 6
+    # another model in the same folder is refused
+    with pytest.raises(ValueError, match="different run"):
+        main(["train", "transduction", *TINY, "--model", "queue", "--eval-every", "2", "--out", out,
+              "--steps", "6"])
+    # evaluation of the checkpoint on fresh sequences
+    assert main(["train", "transduction", "--evaluate", "--out", out, "--fresh-samples", "4", "--no-progress"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    ev = json.loads(open(os.path.join(out, "evaluation.json")).read())
+    assert ev["step"] == 6 and ev["run_config"]["model"] == "stack"
+    assert ev["train_lengths"]["samples"] == 4 and ev["train_lengths"]["lengths"] == [2, 4]
+    assert ev["test_lengths"]["lengths"] == [5, 6]
+    assert 0 <= ev["test_lengths"]["coarse"] <= ev["test_lengths"]["fine"] <= 1
+
+
+@pytest.mark.parametrize("model", ["deque", "lstm"])
+def test_interrupted_run_resumes_exactly(tmp_path, model):
+    kw = dict(TINY_RUN, model=model, layers=2 if model == "lstm" else 1, steps=6, eval_every=3, seed=1)
+    full = exp.run(out=str(tmp_path / "full"), **kw)
+    part = exp.run(out=str(tmp_path / "part"), max_steps=4, **kw)
+    assert part.status == "max_steps" and "test" not in part.extra
+    assert "test" not in json.loads(open(tmp_path / "part" / "metrics.json").read())
+    rest = exp.run(out=str(tmp_path / "part"), **kw)
+    assert rest.completed and rest.resumed_from_step == 4 and rest.step == 6
+    for (name, p), q in zip(full.model.state_dict().items(), rest.model.state_dict().values()):
+        assert torch.equal(p, q), name
+    strip = lambda h: [{k: v for k, v in r.items() if k != "time"} for r in h["epochs"]]  # noqa: E731
+    assert strip(full.history) == strip(rest.history)
+    assert full.extra["test"] == rest.extra["test"]
+
+
+def test_evaluate_run_matches_the_models_own_decoding(tmp_path):
+    out = str(tmp_path / "run")
+    result = exp.run(out=out, model="queue", steps=2, eval_every=2, seed=0, **TINY_RUN)
+    ev = exp.evaluate_run(out, samples=7, seed=11)
+    sources, targets = exp.transduction("reversal", 7, 5, 6, 4, seed=exp.derived_seed(11, 6))
+    assert ev["test_lengths"]["coarse"] == exp.decode_metrics(result.model, sources, targets)["coarse"]
+    assert ev["test_lengths"]["fine"] == pytest.approx(exp.decode_metrics(result.model, sources, targets)["fine"])
+    assert ev["test_lengths"]["perplexity"] == pytest.approx(exp.perplexity(result.model, sources, targets), rel=1e-5)
+
+
+def test_bad_arguments(tmp_path):
+    with pytest.raises(ValueError, match="multiple"):
+        exp.run(steps=5, eval_every=2, **TINY_RUN)
+    with pytest.raises(ValueError, match="layers"):
+        exp.make_model("stack", layers=2)
+    with pytest.raises(ValueError, match="model"):
+        exp.make_model("tree")
+    with pytest.raises(ValueError, match="task"):
+        exp.run(**dict(TINY_RUN, task="sorting"), steps=2, eval_every=2)
