@@ -1,0 +1,173 @@
+"""The code exercises of the neural-memory chapter (book/memory/), declared for rnnlab.checks.
+
+Each reference computes its answer with the package: the pieces of eq. 1-11
+in :mod:`rnnlab.kernels.memory_torch` (pop and read with the stack's
+``"top"`` or the queue's ``"front"`` rule), :func:`rnnlab.neural_memory`,
+and autograd through the reference for the backward exercise. Strengths and
+values are given bottom (oldest) first, as the package stores them. Heavy
+imports stay inside the functions.
+"""
+from .core import Case, close, exercise
+
+NB1 = "memory/01_stack_queue_deque"
+NB2 = "memory/02_backward_dynamics"
+
+
+def _t(values):
+    import torch
+
+    return torch.tensor(values, dtype=torch.float64)
+
+
+# ----------------------------------------------------------------- 01: reads and pops
+
+def _read_weights_reference(s):
+    from rnnlab.kernels import memory_torch
+
+    return memory_torch._read_weights(s[None], "top")[0]
+
+
+def _read_weights_cases():
+    return [
+        Case((_t([1.0, 1.0, 1.0]),), show="s = (1, 1, 1): three whole rows"),
+        Case((_t([0.3, 0.5, 0.4]),), show="s = (0.3, 0.5, 0.4): the read runs out in the middle row"),
+        Case((_t([0.2, 0.1, 0.3]),), show="s = (0.2, 0.1, 0.3): less than 1 in all"),
+        Case((_t([0.0, 0.7, 0.0, 0.6]),), show="s = (0, 0.7, 0, 0.6): empty rows"),
+        Case((_t([0.5]),), show="s = (0.5,): one row"),
+        Case((_t([0.25, 0.25, 0.5, 0.5]),), show="s = (0.25, 0.25, 0.5, 0.5): exactly 1 above row 2"),
+    ]
+
+
+exercise(
+    "ex-mem-read-weights", notebook=NB1, name="stack_read_weights", signature="stack_read_weights(s)",
+    reference=_read_weights_reference, cases=_read_weights_cases,
+    hint="Go from the top (the last entry) down: each row gives what it has, but never more than "
+         "what is left of the total of 1, and never less than 0.")
+
+
+def _pop_reference(s, u):
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    return memory_torch._pop(s[None], torch.tensor([u], dtype=s.dtype), "top")[0]
+
+
+def _pop_cases():
+    return [
+        Case((_t([1.0, 1.0, 1.0]), 1.0), show="s = (1, 1, 1), u = 1: one whole row"),
+        Case((_t([0.3, 0.5, 0.4]), 0.6), show="s = (0.3, 0.5, 0.4), u = 0.6: into the middle row"),
+        Case((_t([0.3, 0.5, 0.4]), 0.0), show="u = 0: nothing happens"),
+        Case((_t([0.2, 0.1, 0.3]), 0.9), show="s = (0.2, 0.1, 0.3), u = 0.9: more than there is"),
+        Case((_t([0.0, 0.7, 0.0, 0.6]), 0.65), show="s = (0, 0.7, 0, 0.6), u = 0.65: past an empty row"),
+    ]
+
+
+exercise(
+    "ex-mem-pop", notebook=NB1, name="stack_pop", signature="stack_pop(s, u)",
+    reference=_pop_reference, cases=_pop_cases,
+    hint="Row i loses max(0, u - (what lies above it)); strengths never go below 0.")
+
+
+def _queue_read_reference(s, V):
+    from rnnlab.kernels import memory_torch
+
+    return memory_torch._read_weights(s[None], "front")[0] @ V
+
+
+def _queue_read_cases():
+    V = _t([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    return [
+        Case((_t([1.0, 1.0, 1.0]), V), show="s = (1, 1, 1), V = rows (1,0), (0,1), (1,1)"),
+        Case((_t([0.3, 0.5, 0.4]), V), show="s = (0.3, 0.5, 0.4), same V"),
+        Case((_t([0.0, 0.2, 0.4]), V), show="s = (0, 0.2, 0.4): an empty front row"),
+        Case((_t([0.6, 0.6]), _t([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]])), show="two rows, m = 3"),
+    ]
+
+
+exercise(
+    "ex-mem-queue-read", notebook=NB1, name="queue_read", signature="queue_read(s, V)",
+    reference=_queue_read_reference, cases=_queue_read_cases,
+    hint="The queue reads from the front, row 0 first: the same rule as the stack's read with "
+         "the sum running over the rows below instead of above.")
+
+
+def _reversal_reference(n):
+    """Push n symbols whole; then read the top without popping, and pop one whole row per step."""
+    d = [1.0] * n + [0.0] * n
+    u = [0.0] * (n + 1) + [1.0] * (n - 1)
+    return d, u
+
+
+def _reads_of(controls, n):
+    import torch
+
+    from rnnlab import neural_memory
+
+    d, u = (torch.as_tensor(x, dtype=torch.float64).reshape(-1) for x in controls)
+    v = torch.eye(2 * n, dtype=torch.float64)
+    r, _ = neural_memory("stack", v[None], d[None], u[None], backend="torch")
+    return r[0, n:]
+
+
+def _reversal_compare(got, expected):
+    import torch
+
+    n = len(expected[0]) // 2
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "expected a pair (d, u)"
+    try:
+        lengths = [len(x) for x in got]
+    except TypeError:
+        return "d and u must be sequences of numbers"
+    if lengths != [2 * n, 2 * n]:
+        return f"d and u must each have 2n = {2 * n} entries, got {lengths}"
+    try:
+        reads = _reads_of(got, n)
+    except (ValueError, TypeError, RuntimeError) as e:
+        return f"the stack refused these controls: {e}"
+    want = torch.eye(2 * n, dtype=torch.float64)[:n].flip(0)
+    return close(reads, want, rtol=1e-6, atol=1e-6) and (
+        "the reads at steps n+1 .. 2n are not the pushed symbols in reverse order: "
+        f"their weights on the symbols are {[[round(float(x), 2) for x in row[:n]] for row in reads]}")
+
+
+def _reversal_cases():
+    return [Case((n,), show=f"n = {n}") for n in (1, 2, 3, 5)]
+
+
+exercise(
+    "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
+    reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare,
+    hint="Every step pops, then pushes, then reads. The first read of the output has to see the last "
+         "symbol pushed; after that, each step must remove exactly one row before it reads.")
+
+
+# ----------------------------------------------------------------- 02: the backward dynamics
+
+def _pop_grad_reference(s_prev, u, g):
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    s_prev = s_prev.clone().requires_grad_()
+    u_t = torch.tensor([u], dtype=s_prev.dtype, requires_grad=True)
+    s = memory_torch._pop(s_prev[None], u_t, "top")[0]
+    grad_s, grad_u = torch.autograd.grad(s, (s_prev, u_t), g)
+    return grad_s, float(grad_u[0])
+
+
+def _pop_grad_cases():
+    return [
+        Case((_t([0.3, 0.5, 0.4]), 0.6, _t([1.0, 2.0, 3.0])), show="s' = (0.3, 0.5, 0.4), u = 0.6"),
+        Case((_t([0.3, 0.5, 0.4]), 0.2, _t([1.0, -1.0, 0.5])), show="u = 0.2: only the top row pops"),
+        Case((_t([0.2, 0.1, 0.3]), 0.9, _t([1.0, 1.0, 1.0])), show="u = 0.9: everything is popped"),
+        Case((_t([0.8, 0.3, 0.0, 0.2]), 0.45, _t([0.5, -2.0, 1.0, 4.0])), show="an empty row in the way"),
+    ]
+
+
+exercise(
+    "ex-mem-pop-grad", notebook=NB2, name="pop_gradients", signature="pop_gradients(s_prev, u, g)",
+    reference=_pop_grad_reference, cases=_pop_grad_cases,
+    hint="Only rows that keep some strength pass gradient back; of those, the rows that are partly "
+         "popped also send it to u (with a minus sign) and to every row above them (eq. 16-17).")
