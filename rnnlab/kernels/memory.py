@@ -51,12 +51,15 @@ def _check_tensor(x, arg, name):
         raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(x).__name__}")
 
 
-def check_controls(x, arg, name):
-    """``x`` (push or pop strengths) must lie in [0, 1]: a ValueError otherwise (NaN included)."""
-    if x.numel() and not bool(((x >= 0) & (x <= 1)).all()):
-        lo, hi = x.detach().min().item(), x.detach().max().item()
-        raise ValueError(f"{name}: {arg} must lie in [0, 1] (a strength, e.g. a sigmoid's output); "
-                         f"got values in [{lo:g}, {hi:g}]")
+def check_controls(d, u, names, name):
+    """The push and pop strengths ``d``, ``u`` (same shape) must lie in [0, 1]: a
+    ValueError naming the argument otherwise (NaN included). One reduction for both."""
+    if d.numel() and not bool(((d >= 0) & (d <= 1) & (u >= 0) & (u <= 1)).all()):
+        for arg, x in zip(names, (d, u)):
+            if not bool(((x >= 0) & (x <= 1)).all()):
+                lo, hi = x.detach().min().item(), x.detach().max().item()
+                raise ValueError(f"{name}: {arg} must lie in [0, 1] (a strength, e.g. a sigmoid's output); "
+                                 f"got values in [{lo:g}, {hi:g}]")
 
 
 def _shape_text(kind, what):
@@ -92,8 +95,7 @@ def _check_inputs(kind, v, d, u, backend):
             raise TypeError(f"{name}: {arg} has dtype {x.dtype} but v has {v.dtype}; they must match")
         if x.device != v.device:
             raise ValueError(f"{name}: {arg} is on {x.device} but v is on {v.device}; they must be on one device")
-    check_controls(d, "d", name)
-    check_controls(u, "u", name)
+    check_controls(d, u, ("d", "u"), name)
     return _resolve_device_backend(v.device, backend, name)
 
 
@@ -395,8 +397,7 @@ class NeuralMemory:
                 raise TypeError(f"{name}: {arg} has dtype {x.dtype} but the memory has {self.dtype}")
             if x.device != self.device:
                 raise ValueError(f"{name}: {arg} is on {x.device} but the memory is on {self.device}")
-        check_controls(d_t, "d_t", name)
-        check_controls(u_t, "u_t", name)
+        check_controls(d_t, u_t, ("d_t", "u_t"), name)
 
     def step(self, v_t, d_t, u_t):
         """Pop ``u_t``, push ``v_t`` with strength ``d_t``, read; return the read ``r_t``.

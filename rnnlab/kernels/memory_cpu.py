@@ -12,7 +12,8 @@ Four parallel kernels call them, ``prange`` over the batch:
 - :func:`forward_kernel` and :func:`backward_kernel` loop over the steps of
   a whole sequence (``neural_memory``);
 - :func:`step_forward_kernel` and :func:`step_backward_kernel` run one step
-  (``NeuralMemory.step`` and its backward).
+  (``NeuralMemory.step`` and its backward); ``step_*_serial`` are the same on
+  the calling thread, for the usual small step.
 
 So the whole-sequence op and the step API share every line of the maths.
 
@@ -37,9 +38,12 @@ from numba import njit, prange
 KIND_CODES = {"stack": 0, "queue": 1, "deque": 2}
 STACK, QUEUE, DEQUE = 0, 1, 2
 
-# Problems with fewer elements than this (B x T x W for a sequence, B x W for
-# a step, plus the values read) run on one thread: waking the pool costs more.
+# Problems with fewer elements than this (B x T x (W + m) for a sequence)
+# run on one thread: waking the pool costs more.
 SERIAL_BELOW = 1 << 15
+# A step of NeuralMemory runs on the thread pool only from this much work
+# (B x (W + rows x m)); below it, on the calling thread (step_*_serial).
+STEP_PARALLEL_MIN = 1 << 21
 
 
 # ---------------------------------------------------------------------------
@@ -118,9 +122,11 @@ def _dot(a, V, c):
 def read_backward(s, V, first, n, step, gr, gs, gV, far_is_new):
     """Backward of :func:`read`: adds ``w_c gr`` into ``gV[c]`` and ∂L/∂s into ``gs``.
 
-    ``far_is_new``: the last row of the order was pushed at this step; when the
-    read does not reach it and its strength is 0 (the tie ``min(0, 0)``), it
-    gets the derivative of the left argument (its ∂L/∂d)."""
+    Rows of strength 0 inside the read get no ``<gr, V[c]>`` (weight 0, and the
+    pop's backward zeroes their ∂L/∂s), except the two ends of the order, where
+    this step's pushes sit. ``far_is_new``: the last row of the order was pushed
+    at this step; when the read does not reach it and its strength is 0 (the
+    tie ``min(0, 0)``), it gets the derivative of the left argument (∂L/∂d)."""
     zero = s.dtype.type(0)
     one = s.dtype.type(1)
     m = gr.shape[0]
@@ -131,7 +137,10 @@ def read_backward(s, V, first, n, step, gr, gs, gV, far_is_new):
         room = one - ahead
         if room <= zero:
             break
-        gw = _dot(gr, V, c)
+        if s[c] > zero or k == 0 or k == n - 1:
+            gw = _dot(gr, V, c)
+        else:                           # an old row of strength 0: its ∂L/∂s is never used
+            gw = zero
         if s[c] <= room:                # read whole: ∂w/∂s[c] = 1
             w = s[c]
             gs[c] += gw
@@ -244,7 +253,7 @@ def backward_kernel(kind, V, d, u, S, gr, gS, has_gS, gV, gd, gu):
                     gs[c] += gS[b, t, c]
             s_prev = S[b, t - 1] if t > 0 else zeros
             one_step_backward(kind, t, T, s_prev, S[b, t], V[b], d[b, t], u[b, t], gr[b, t], gs, gV[b],
-                          gd[b, t], gu[b, t], tmp, tmp2)
+                              gd[b, t], gu[b, t], tmp, tmp2)
 
 
 @njit(parallel=True, cache=True)
@@ -264,7 +273,29 @@ def step_backward_kernel(kind, t, T, s_prev, s, V, d, u, gr, gs, gV, gd, gu):
         tmp = np.empty(W, dtype=s.dtype)
         tmp2 = np.empty(W, dtype=s.dtype)
         one_step_backward(kind, t, T, s_prev[b], s[b], V[b], d[b], u[b], gr[b], gs[b], gV[b], gd[b], gu[b],
-                      tmp, tmp2)
+                          tmp, tmp2)
+
+
+# The same two on one thread, compiled without the parallel runtime: a step is
+# small, and a parallel call waits until every thread of the pool gets a core
+# (on a busy 2-core machine, milliseconds per call: many times the step).
+
+@njit(cache=True)
+def step_forward_serial(kind, t, T, s_prev, V, d, u, s, r):
+    B, W = s.shape
+    tmp = np.empty(W, dtype=s.dtype)
+    for b in range(B):
+        one_step_forward(kind, t, T, s_prev[b], s[b], V[b], d[b], u[b], r[b], tmp)
+
+
+@njit(cache=True)
+def step_backward_serial(kind, t, T, s_prev, s, V, d, u, gr, gs, gV, gd, gu):
+    B, W = s.shape
+    tmp = np.empty(W, dtype=s.dtype)
+    tmp2 = np.empty(W, dtype=s.dtype)
+    for b in range(B):
+        one_step_backward(kind, t, T, s_prev[b], s[b], V[b], d[b], u[b], gr[b], gs[b], gV[b], gd[b], gu[b],
+                          tmp, tmp2)
 
 
 # ---------------------------------------------------------------------------
@@ -273,6 +304,8 @@ def step_backward_kernel(kind, t, T, s_prev, s, V, d, u, gr, gs, gV, gd, gu):
 
 def _np(t):
     """A NumPy view of a CPU tensor (a copy only if it is not contiguous)."""
+    if t.is_contiguous():
+        return t.detach().numpy()
     return t.detach().contiguous().numpy()
 
 
@@ -311,22 +344,30 @@ def backward(kind, V, d, u, S, g_r, g_S):
     return g_V, g_d, g_u
 
 
+def _step_call(parallel, serial, work, B, *args):
+    if work < STEP_PARALLEL_MIN or B == 1 or torch.get_num_threads() == 1:
+        serial(*args)
+    else:
+        _run(parallel, work, B, *args)
+
+
 def step_forward(kind, t, s_prev, V, d_t, u_t):
     B, W = s_prev.shape
     H = d_t.shape[1]
     s = torch.empty(B, W, dtype=V.dtype)
     r = torch.empty(B, H, V.shape[2], dtype=V.dtype)
-    _run(step_forward_kernel, B * (W + (t + 1) * V.shape[2]), B, KIND_CODES[kind], int(t), W // H,
-         _np(s_prev), _np(V), _np(d_t), _np(u_t), _np(s), _np(r))
+    _step_call(step_forward_kernel, step_forward_serial, B * (W + H * (t + 1) * V.shape[2]), B,
+               KIND_CODES[kind], int(t), W // H, _np(s_prev), _np(V), _np(d_t), _np(u_t), _np(s), _np(r))
     return s, r
 
 
 def step_backward(kind, t, s_prev, s_t, V, d_t, u_t, g_r, g_s, g_V):
     B, W = s_prev.shape
     H = d_t.shape[1]
-    gs = g_s.detach().clone().contiguous()
+    gs = g_s.detach().clone(memory_format=torch.contiguous_format)
     g_d = torch.empty_like(d_t)
     g_u = torch.empty_like(u_t)
-    _run(step_backward_kernel, B * (W + (t + 1) * V.shape[2]), B, KIND_CODES[kind], int(t), W // H,
-         _np(s_prev), _np(s_t), _np(V), _np(d_t), _np(u_t), _np(g_r), _np(gs), _np(g_V), _np(g_d), _np(g_u))
+    _step_call(step_backward_kernel, step_backward_serial, B * (W + H * (t + 1) * V.shape[2]), B,
+               KIND_CODES[kind], int(t), W // H, _np(s_prev), _np(s_t), _np(V), _np(d_t), _np(u_t), _np(g_r),
+               _np(gs), _np(g_V), _np(g_d), _np(g_u))
     return gs, g_d, g_u

@@ -210,14 +210,17 @@ def dev_step_backward(kind, t, T, s_prev, s, V, d, u, gr, gs, gV, gd, gu, tmp, t
         nread = info[0]
         for k in range(nread + info[2]):
             c = first + k * step if k < nread else last
-            partial = zero
-            for j in range(tid, m, nth):
-                partial += gr[h, j] * V[c, j]
-                if k < nread:
-                    gV[c, j] += w[c] * gr[h, j]
-            total = _block_sum(red, partial, tid, nth)
-            if tid == 0:
-                gw[c] = total
+            if k >= nread or s[c] > zero or k == 0 or k == n - 1:   # (old rows of strength 0: ∂L/∂s unused)
+                partial = zero
+                for j in range(tid, m, nth):
+                    partial += gr[h, j] * V[c, j]
+                    if k < nread:
+                        gV[c, j] += w[c] * gr[h, j]
+                total = _block_sum(red, partial, tid, nth)
+                if tid == 0:
+                    gw[c] = total
+            elif tid == 0:
+                gw[c] = zero
         if tid == 0:
             for k in range(nread):
                 c = first + k * step

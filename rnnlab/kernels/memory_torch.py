@@ -90,14 +90,17 @@ backward pass has reached the step that pushed it.
 All work is O(W) per step for the strengths (running sums, never O(W²)),
 plus O(rows read × m) for the reads.
 
-What the kernels skip: a row whose ``1 − A <= 0`` has ``w = 0``; its only
-derivative is the tie case ``s_i = 0 = max(0, 1 − A_i)`` (``∂w/∂s_i = 1``). For
-an old row that ``ḡ_s[i]`` is never used: ``s_i = 0`` means ``y_i <= 0``, and
-the pop's backward multiplies it by ``[y_i > 0] = 0``. So the kernels stop a
-read at the first row with ``1 − A <= 0`` and only check the row pushed at
-the far end of the read (the queue's new row, the deque's opposite new row),
-whose ``ḡ_s`` is ``∂L/∂d``. :func:`neural_memory_backward_ref` computes every
-row (the derivation as written); the input gradients are the same.
+What the kernels skip: the ``ḡ_s[i]`` of an *old* row of strength ``s_i = 0``
+is never used: ``s_i = 0`` means ``y_i <= 0`` in the pop that made it, and the
+pop's backward multiplies ``ḡ_s[i]`` by ``[y_i > 0] = 0``. Such a row also has
+``w_i = 0``. So the kernels compute ``γ_i`` only for rows of positive strength
+and for the rows pushed at this step (at the ends of the order); and they stop
+a read at the first row with ``1 − A <= 0`` (weight 0 from there on, the only
+derivative left being the tie ``s_i = 0 = max(0, 1 − A_i)``, ``∂w/∂s_i = 1``),
+then check the row pushed at the far end of the read (the queue's new row,
+the deque's opposite new row), whose ``ḡ_s`` is ``∂L/∂d``.
+:func:`neural_memory_backward_ref` computes every row (the derivation as
+written); the gradients of ``v``, ``d`` and ``u`` are the same.
 
 Backend interface (every backend module implements these four)
 --------------------------------------------------------------
