@@ -15,6 +15,9 @@ Benchmarks (:data:`BENCHMARKS`):
 ``scan-plain``  :mod:`rnnlab.bench.scan_plain`: ``linear_scan`` timed plainly in
           fresh processes (default allocator, back-to-back calls), warm and
           with the cache evicted, its forward+backward split into parts.
+``memory``  :mod:`rnnlab.bench.memory`: :func:`rnnlab.neural_memory` (stack,
+          queue, deque) against autograd through its torch reference, and the
+          bytes saved for backward against a copy-per-step implementation.
 
 From Python (what the book does, with small sizes)::
 
@@ -49,6 +52,7 @@ BENCHMARKS = {
     "scan": "rnnlab.bench.scan",
     "lds": "rnnlab.bench.lds",
     "scan-plain": "rnnlab.bench.scan_plain",
+    "memory": "rnnlab.bench.memory",
 }
 
 #: Where results go by default (relative to the working directory; git-ignored in the repository).
