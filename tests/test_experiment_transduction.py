@@ -17,9 +17,11 @@ TINY_RUN = dict(task="reversal", hidden=8, values=4, embedding=4, vocab=4, train
 
 
 @pytest.fixture(autouse=True)
-def _keep_torch_threads():
-    """``--threads 1`` sets torch's process-wide pool: restore it for the other tests."""
+def _one_thread():
+    """Tiny models run faster on one thread; ``--threads 1`` sets torch's process-wide pool anyway: restore it
+    for the other tests."""
     threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
 

@@ -15,6 +15,15 @@ tasks_module = importlib.import_module("rnnlab.tasks.transduction")   # the name
 TINY = dict(hidden_size=12, embedding_size=4)
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny matrices: one thread is faster than two (and immune to a busy second core); restored after."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _model(kind, seed=0, **kw):
     torch.manual_seed(seed)
     if kind.startswith("lstm"):
@@ -167,6 +176,8 @@ def test_greedy_decoding_stops_at_the_end_symbol_and_at_max_len(kind):
     # the default limit: 2 * len(source) + 1
     assert [len(p) for p in m.greedy_decode(sources)] == [7, 3, 11]
     assert m.training   # the mode is restored
+    assert m.greedy_decode([]) == []
+    assert len(m.greedy_decode([[]], max_len=2)[0]) == 2     # an empty source: <s> ||| then the answer
     with pytest.raises(ValueError, match="sources"):
         m.greedy_decode([[NS]])
     with pytest.raises(ValueError, match="max_len"):
@@ -222,11 +233,11 @@ def test_table2_parameter_counts():
 
 def test_a_tiny_stack_learns_reversal():
     """Reversal of 2..4 symbols over 4: a stack LSTM gets (nearly) every held-out sequence right in 300
-    RMSProp steps (a few seconds on one CPU core)."""
+    RMSProp steps (about 2 s on one CPU core; tiny matrices run faster on one thread than on two)."""
     from rnnlab.experiments.transduction import run
     result = run(task="reversal", model="stack", hidden=32, values=16, embedding=16, vocab=4, lr=0.01,
-                 batch_size=10, steps=300, eval_every=150, eval_samples=200, test_samples=0,
+                 batch_size=10, steps=300, eval_every=300, eval_samples=100, test_samples=0,
                  train_lengths=(2, 4), progress=False, device="cpu", seed=0)
     last = result.history["epochs"][-1]
     assert last["val_coarse"] >= 0.95 and last["val_fine"] >= 0.97
-    assert last["perplexity"] < 1.2
+    assert last["val_perplexity"] < 1.1

@@ -162,7 +162,7 @@ class _Transducer(nn.Module):
         for s in sources:
             if s and (min(s) < 0 or max(s) >= self.n_source):
                 raise ValueError(f"sources must hold ids in 0..{self.n_source - 1}, got {min(s)}..{max(s)}")
-        batch_size = n if batch_size is None else _check_int("batch_size", batch_size)
+        batch_size = max(n, 1) if batch_size is None else _check_int("batch_size", batch_size)
         order = sorted(range(n), key=lambda i: (len(sources[i]), limits[i]))
         out = [None] * n
         was_training = self.training
