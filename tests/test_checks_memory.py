@@ -6,7 +6,7 @@ import torch
 from rnnlab.checks import evaluate, exercises
 
 LABELS = ["ex-mem-read-weights", "ex-mem-pop", "ex-mem-queue-read", "ex-mem-reversal-controls",
-          "ex-mem-pop-grad"]
+          "ex-mem-pop-grad", "ex-mem-fine-accuracy"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -69,3 +69,12 @@ def test_pop_gradients_forgetting_the_rows_above_fail():
         c = torch.where(x > 0, gy, torch.zeros_like(g))
         return gy, float(-c.sum())
     _fails("ex-mem-pop-grad", own_only, "case 1 of 4")
+
+
+def test_fine_accuracy_without_the_end_symbol_fails():
+    def no_end(prediction, target, end):     # divides by len(target), ignores </s>
+        k = 0
+        while k < min(len(prediction), len(target)) and prediction[k] == target[k]:
+            k += 1
+        return k / len(target)
+    _fails("ex-mem-fine-accuracy", no_end, "case 2 of 6")

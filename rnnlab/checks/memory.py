@@ -171,3 +171,33 @@ exercise(
     reference=_pop_grad_reference, cases=_pop_grad_cases,
     hint="Only rows that keep some strength pass gradient back; of those, the rows that are partly "
          "popped also send it to u (with a minus sign) and to every row above them (eq. 16-17).")
+
+
+# ----------------------------------------------------------------- 03: transduction
+
+NB3 = "memory/03_transduction"
+
+
+def _fine_reference(prediction, target, end):
+    from rnnlab.tasks import transduction_accuracy
+
+    return transduction_accuracy([prediction], [target], end)[1]
+
+
+def _fine_cases():
+    return [
+        Case(([4, 5, 6, 9], [4, 5, 6], 9), show="prediction = [4, 5, 6, </s>], target = [4, 5, 6]"),
+        Case(([4, 5, 7, 9], [4, 5, 6], 9), show="an error at the third symbol"),
+        Case(([4, 5, 6], [4, 5, 6], 9), show="no </s> at the end"),
+        Case(([9], [4, 5, 6], 9), show="</s> at once"),
+        Case(([4, 5, 6, 1, 9], [4, 5, 6], 9), show="one symbol too many"),
+        Case(([], [2], 9), show="an empty prediction"),
+    ]
+
+
+exercise(
+    "ex-mem-fine-accuracy", notebook=NB3, name="fine_accuracy",
+    signature="fine_accuracy(prediction, target, end)",
+    reference=_fine_reference, cases=_fine_cases,
+    hint="The target ends with the end symbol too: count the correct symbols before the first "
+         "mistake and divide by len(target) + 1.")
