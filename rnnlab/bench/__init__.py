@@ -45,7 +45,8 @@ import pathlib
 import sys
 
 __all__ = ["BENCHMARKS", "load", "Target", "check_targets", "Column", "render_table",
-           "format_seconds", "format_ratio", "default_json_path", "write_json", "RESULTS_DIR"]
+           "format_seconds", "format_ratio", "default_json_path", "write_json", "RESULTS_DIR",
+           "positive_int"]
 
 #: Subcommand name -> module implementing it (imported only when used).
 BENCHMARKS = {
@@ -217,3 +218,15 @@ def write_json(path, benchmark, rows, *, config=None, machine=None, targets=(), 
         doc.update(extra)
     path.write_text(json.dumps(_jsonable(doc), indent=1, allow_nan=False) + "\n")
     return path
+
+
+def positive_int(text):
+    """argparse type of the benchmarks' counts: an int >= 1, with a message naming the text otherwise."""
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value

@@ -15,18 +15,8 @@ torch/numba versions, device).
 import argparse
 import sys
 
-from . import BENCHMARKS, default_json_path, load, write_json
+from . import BENCHMARKS, default_json_path, load, positive_int, write_json
 from .timing import CpuMonitor, busy_warning, keep_freed_memory, machine_info
-
-
-def _threads(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def build_parser():
@@ -41,7 +31,7 @@ def build_parser():
     out.add_argument("--json", metavar="PATH",
                      help="where to write the JSON results (default bench-results/<benchmark>-<timestamp>.json)")
     out.add_argument("--no-json", action="store_true", help="print the table only")
-    common.add_argument("--threads", type=_threads, metavar="N",
+    common.add_argument("--threads", type=positive_int, metavar="N",
                         help="torch threads (numba's pool is sized to match; default: torch's default)")
     common.add_argument("--allocator", choices=("reuse", "fresh"), default="reuse",
                         help="reuse: keep freed large buffers for reuse (glibc mallopt, see "

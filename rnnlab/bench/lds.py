@@ -68,7 +68,7 @@ import sys
 import torch
 from torch import nn
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, render_table
+from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "build_model", "LoopRNN", "MODELS", "DEFAULT_MODELS", "MODEL_LABELS",
@@ -445,17 +445,6 @@ def format_table(rows, *, title=None):
 
 
 # ---------------------------------------------------------------- command line
-
-def _positive_int(text):
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
 
 def _non_negative_float(text):
     import argparse

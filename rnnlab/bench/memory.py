@@ -49,7 +49,7 @@ import sys
 
 import torch
 
-from . import Column, format_ratio, format_seconds, render_table
+from . import Column, format_ratio, format_seconds, positive_int as _positive_int, render_table
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "copy_per_step", "saved_bytes", "KINDS", "DEFAULT_T", "QUICK_T"]
@@ -277,17 +277,6 @@ def format_table(rows, title=None):
 
 
 # ---------------------------------------------------------------- command line
-
-def _positive_int(text):
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
 
 def add_arguments(parser):
     """The options of ``python -m rnnlab.bench memory``."""

@@ -56,7 +56,7 @@ import sys
 
 import torch
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, render_table
+from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
 from .timing import available_memory_bytes, match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "DEFAULT_T", "DEFAULT_SIZES", "DEFAULT_DTYPES", "A_FORMS",
@@ -462,17 +462,6 @@ def format_table(rows, *, title=None):
 
 
 # ---------------------------------------------------------------- command line
-
-def _positive_int(text):
-    import argparse
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
 
 def _positive_float(text):
     import argparse
