@@ -57,6 +57,59 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     cuda = None
     _IMPORT_ERROR = exc
 
+
+
+def _serialise_simulator_shared_arrays():
+    """Make the CUDA simulator's ``cuda.shared.array`` safe for its threads.
+
+    The simulator runs every thread of a block as a Python thread and gives
+    them one array per call site through a check-then-set on a dict
+    (``FakeCUDAShared.array``: ``get``, then ``np.empty`` and store when
+    missing), with no lock. Two threads that both find the site missing each
+    get an array of their own, so the block's "shared" memory is not shared
+    and a reduction or a broadcast through it is silently wrong. It happens
+    rarely (a thread switch inside that window): once in a fresh run of
+    ``make test``, in a neural_memory test; widening the window with a sleep
+    makes it happen every time. This wraps the method in a lock; on a GPU
+    nothing changes. Applied at import when ``NUMBA_ENABLE_CUDASIM=1``.
+    """
+    import sys
+    import threading
+
+    try:
+        from numba.cuda.simulator import kernelapi
+        FakeCUDAShared = kernelapi.FakeCUDAShared
+    except (ImportError, AttributeError):   # pragma: no cover - another numba-cuda layout
+        return
+    if getattr(FakeCUDAShared.array, "_rnnlab_locked", False):
+        return
+    unlocked = FakeCUDAShared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:        # errors, and dynamic shared memory: no per-site dict
+            return unlocked(self, shape, dtype, alignment)
+        import numpy as np
+
+        if isinstance(dtype, kernelapi.types.Type):
+            dtype = kernelapi.numpy_support.as_dtype(dtype)
+        caller = sys._getframe(1)                      # the call site names the array, as upstream
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        with lock:
+            res = self._allocations.get(site)
+            if res is None:
+                res = np.empty(shape, dtype)
+                self._allocations[site] = res
+        return res
+
+    array._rnnlab_locked = True
+    array.__doc__ = unlocked.__doc__
+    FakeCUDAShared.array = array
+
+
+if cuda_simulator_enabled() and cuda is not None:
+    _serialise_simulator_shared_arrays()
+
 # Launch configuration. Shared-memory shapes must be compile-time constants,
 # so CHUNKS and CHUNK_CHANNELS are read when a kernel is first compiled. The
 # simulator runs every thread as an OS thread: there, blocks are tiny.
