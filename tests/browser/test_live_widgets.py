@@ -37,6 +37,8 @@ LIVE = {
     "theorem7_widget": ("from rnnlab.widgets import contraction\n"
                         "grid = contraction.theorem7_default_grid(cs=[1.0, 2.0, 3.0], epss=[0.0, 0.4])\n"
                         "w = contraction.theorem7_widget(grid=grid)"),
+    "memory_widget": "from rnnlab.widgets import memory\nw = memory.memory_widget()",
+    "backward_widget": "from rnnlab.widgets import memory\nw = memory.backward_widget()",
 }
 
 # Voilà's "lab" template links Font Awesome's CSS from a CDN although its own bundle carries the same CSS
@@ -44,7 +46,7 @@ LIVE = {
 # this machine fails the test.
 VOILA_CDN_STUBS = {"https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@": ("text/css", "")}
 
-STARTUP_TIMEOUT = 180  # seconds: Voilà, a kernel, importing torch and numba, drawing five figures
+STARTUP_TIMEOUT = 180  # seconds: Voilà, a kernel, importing torch and numba, drawing seven figures
 REDRAW_TIMEOUT = 60
 
 
@@ -231,4 +233,25 @@ def test_theorem7_widget_c_slider(live):
     page = live.page
     changes(page, "theorem7_widget", lambda: press_slider(page, "theorem7_widget", 0, "ArrowRight", times=2),
             readout=slider_readout(page, "theorem7_widget", 0))
+    assert not live.problems(), live.problems()
+
+
+def test_memory_widget_step_slider_and_memory_dropdown(live):
+    page = live.page
+    # the first slider is the step (the four after it are the controls of that step)
+    changes(page, "memory_widget", lambda: press_slider(page, "memory_widget", 0, "ArrowLeft", times=2),
+            readout=slider_readout(page, "memory_widget", 0))
+    select = page.locator(f".{marker('memory_widget')} .widget-dropdown select").first
+    changes(page, "memory_widget", lambda: select.select_option(label="queue"))
+    # the pop strength of the current step (step 4 of "push 3, pop 3": u = 1), lowered by hand
+    changes(page, "memory_widget", lambda: press_slider(page, "memory_widget", 2, "ArrowLeft", times=4),
+            readout=slider_readout(page, "memory_widget", 2))
+    assert not live.problems(), live.problems()
+
+
+def test_backward_widget_pop_bias_slider(live):
+    page = live.page
+    changes(page, "backward_widget", lambda: press_slider(page, "backward_widget", 0, "ArrowLeft", times=6),
+            readout=slider_readout(page, "backward_widget", 0))
+    assert readout_value(slider_readout(page, "backward_widget", 0)) == -1.0
     assert not live.problems(), live.problems()
