@@ -34,6 +34,7 @@ through ``compile_ptx``.
 """
 import torch
 
+from . import memory_cpu
 from .scan import cuda_simulator_enabled
 from .scan_cuda import launch_kernel
 
@@ -65,39 +66,10 @@ def _device(fn):
 # Device functions. Thread 0 runs the scalar pieces (as in memory_cpu).
 # ---------------------------------------------------------------------------
 
-@_device
-def _pop(src, dst, first, n, step, u):
-    zero = src.dtype.type(0)
-    ahead = zero
-    for k in range(n):
-        c = first + k * step
-        x = u - ahead
-        y = src[c] - (x if x > zero else zero)
-        dst[c] = y if y > zero else zero
-        ahead += src[c]
-
-
-@_device
-def _pop_backward(src, first, n, step, u, g, scratch):
-    zero = src.dtype.type(0)
-    ahead = zero
-    gu = zero
-    for k in range(n):
-        c = first + k * step
-        x = u - ahead
-        y = src[c] - (x if x > zero else zero)
-        gy = g[c] if y > zero else zero
-        ci = gy if x > zero else zero
-        g[c] = gy
-        scratch[c] = ci
-        gu -= ci
-        ahead += src[c]
-    behind = zero
-    for k in range(n - 1, -1, -1):
-        c = first + k * step
-        g[c] += behind
-        behind += scratch[c]
-    return gu
+# The pops are memory_cpu's scalar loops (one row after another along a running
+# sum), compiled a second time, as device functions that thread 0 runs.
+_pop = _device(memory_cpu.pop.py_func)
+_pop_backward = _device(memory_cpu.pop_backward.py_func)
 
 
 @_device
