@@ -1,0 +1,158 @@
+"""``recurrent_cell``: the time loop of an RNN, LSTM, GRU or CfC as one op.
+
+The cells of Tumma et al. (2024), appendix A.4, with every recurrent matrix a
+plain ``(H, H)`` matrix (the models build ``W_rec(r, s) = (W1 W2) ⊙ M`` and
+pass it in). Three interchangeable backends implement the interface
+documented in :mod:`.cells_torch`:
+
+- ``"torch"``: :mod:`rnnlab.kernels.cells_torch`, readable loops (the oracle);
+- ``"cpu"``:   :mod:`rnnlab.kernels.cells_cpu`, numba ``njit(parallel=True)``;
+- ``"cuda"``:  :mod:`rnnlab.kernels.cells_cuda`, numba-cuda kernels.
+
+Each backend's forward returns the states and the gates' activations; its
+backward returns the pre-activation gradients ``δpre`` by the hand-written
+backward through time. The matrices' gradient ``∂L/∂W[g] = Σ_{b,t} δpre_g ⊗ u_g``
+is then one matrix product over all steps (:func:`.cells_torch.weight_grad`),
+and the input drive's gradient is ``δpre`` itself.
+"""
+import importlib
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from . import cells_torch
+from .cells_torch import GATES, KINDS
+from .scan import cuda_simulator_enabled
+
+DTYPES = (torch.float32, torch.float64)
+BACKENDS = ("auto", "torch", "cpu", "cuda")
+
+
+def _backend_module(name):
+    return importlib.import_module(f"rnnlab.kernels.cells_{name}")
+
+
+def _resolve_backend(device, backend, name):
+    if backend not in BACKENDS:
+        raise ValueError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
+    if backend == "auto":
+        return "cuda" if device.type == "cuda" else "cpu"
+    if backend == "cpu" and device.type == "cuda":
+        raise ValueError(f"{name}: backend='cpu' needs CPU tensors, got {device}; use backend='cuda' or 'auto'")
+    if backend == "cuda" and device.type != "cuda" and not cuda_simulator_enabled():
+        raise ValueError(f"{name}: backend='cuda' needs CUDA tensors, got {device}; use backend='cpu' or 'auto', "
+                         "or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
+    return backend
+
+
+def check_kind(kind, name):
+    """Validate ``kind``; return its number of gates G."""
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ValueError(f"{name}: kind must be one of {KINDS}, got {kind!r}")
+    return GATES[kind]
+
+
+def _check_inputs(kind, xp, W, h0, c0, backend):
+    name = "recurrent_cell"
+    G = check_kind(kind, name)
+    for arg, x in (("xp", xp), ("W", W), ("h0", h0)):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(x).__name__}")
+    if xp.dim() != 4 or xp.shape[2] != G:
+        raise ValueError(f"{name}: for kind={kind!r} xp must have shape (B, T, {G}, H) (the input drive of "
+                         f"each of its {G} gates), got {tuple(xp.shape)}")
+    B, T, _, H = xp.shape
+    if B == 0 or T == 0 or H == 0:
+        raise ValueError(f"{name}: xp must have B, T, H >= 1, got {tuple(xp.shape)}")
+    if tuple(W.shape) != (G, H, H):
+        raise ValueError(f"{name}: for kind={kind!r} W must have shape (G, H, H) = {(G, H, H)} to match xp "
+                         f"{tuple(xp.shape)}, got {tuple(W.shape)}")
+    if tuple(h0.shape) != (B, H):
+        raise ValueError(f"{name}: h0 must have shape (B, H) = {(B, H)}, got {tuple(h0.shape)}")
+    if kind == "lstm":
+        if c0 is None:
+            raise ValueError(f"{name}: kind='lstm' needs the initial cell state c0 (B, H)")
+        if not isinstance(c0, torch.Tensor):
+            raise TypeError(f"{name}: c0 must be a torch.Tensor, got {type(c0).__name__}")
+        if tuple(c0.shape) != (B, H):
+            raise ValueError(f"{name}: c0 must have shape (B, H) = {(B, H)}, got {tuple(c0.shape)}")
+    elif c0 is not None:
+        raise ValueError(f"{name}: c0 is the LSTM's cell state; kind={kind!r} has none (pass c0=None)")
+    if xp.dtype not in DTYPES:
+        raise TypeError(f"{name}: xp has dtype {xp.dtype}; expected float32 or float64")
+    for arg, x in (("W", W), ("h0", h0), ("c0", c0)):
+        if x is None:
+            continue
+        if x.dtype != xp.dtype:
+            raise TypeError(f"{name}: {arg} has dtype {x.dtype} but xp has {xp.dtype}; they must match")
+        if x.device != xp.device:
+            raise ValueError(f"{name}: {arg} is on {x.device} but xp is on {xp.device}; they must be on one device")
+    return _resolve_backend(xp.device, backend, name)
+
+
+class RecurrentCellFunction(torch.autograd.Function):
+    """Autograd wrapper: the chosen backend's forward and hand-written backward."""
+
+    @staticmethod
+    def forward(ctx, xp, W, h0, c0, kind, backend):
+        mod = _backend_module(backend)
+        with torch.no_grad():
+            xp_, W_, h0_ = xp.detach().contiguous(), W.detach().contiguous(), h0.detach().contiguous()
+            c0_ = None if c0 is None else c0.detach().contiguous()
+            hs, cs, acts = mod.forward(kind, xp_, W_, h0_, c0_)
+        ctx.save_for_backward(W_, h0_, c0_, hs, cs, acts)
+        ctx.kind, ctx.backend = kind, backend
+        ctx.set_materialize_grads(False)
+        return (hs, cs) if kind == "lstm" else hs
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_hs, g_cs=None):
+        W, h0, c0, hs, cs, acts = ctx.saved_tensors
+        if g_hs is None:
+            g_hs = torch.zeros_like(hs)
+        g_hs = g_hs.contiguous()
+        g_cs = None if g_cs is None else g_cs.contiguous()
+        g_pre, g_h0, g_c0 = _backend_module(ctx.backend).backward(
+            ctx.kind, W, h0, c0, hs, cs, acts, g_hs, g_cs)
+        g_W = cells_torch.weight_grad(ctx.kind, h0, hs, acts, g_pre) if ctx.needs_input_grad[1] else None
+        return (g_pre if ctx.needs_input_grad[0] else None, g_W,
+                g_h0 if ctx.needs_input_grad[2] else None,
+                g_c0 if ctx.kind == "lstm" and ctx.needs_input_grad[3] else None, None, None)
+
+
+def recurrent_cell(kind, xp, W, h0, c0=None, *, backend="auto"):
+    """Hidden states of an RNN, LSTM, GRU or CfC over a whole sequence, by one op.
+
+    Parameters
+    ----------
+    kind : ``"rnn"``, ``"lstm"``, ``"gru"`` or ``"cfc"``
+        The cell; its equations and gate order are in :mod:`.cells_torch`.
+    xp : Tensor ``(B, T, G, H)``
+        The input drive ``W_i x_t + b`` of each of the cell's G gates (1, 4,
+        3, 3) at every step. float32 or float64.
+    W : Tensor ``(G, H, H)``
+        The gates' recurrent matrices (rows are outputs, as torch's
+        ``weight_hh``). Any matrix: low rank and sparsity live in how the model
+        builds it.
+    h0 : Tensor ``(B, H)``
+        The initial hidden state.
+    c0 : Tensor ``(B, H)`` or None
+        The LSTM's initial cell state; ``None`` for the other cells.
+    backend : ``"auto"``, ``"torch"``, ``"cpu"`` or ``"cuda"``
+        ``"auto"`` takes the CUDA kernels for CUDA tensors and the CPU kernel
+        otherwise; ``"torch"`` is the readable reference loop.
+
+    Returns
+    -------
+    hs : Tensor ``(B, T, H)``
+        The hidden state after every step.
+    cs : Tensor ``(B, T, H)`` or None
+        The LSTM's cell state after every step; ``None`` for the other cells.
+
+    Differentiable with respect to ``xp``, ``W``, ``h0`` and ``c0`` by a
+    hand-written backward through time (never autograd through a kernel).
+    """
+    name = _check_inputs(kind, xp, W, h0, c0, backend)
+    out = RecurrentCellFunction.apply(xp, W, h0, c0, kind, name)
+    return out if kind == "lstm" else (out, None)
