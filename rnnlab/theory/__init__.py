@@ -50,8 +50,9 @@ from .contraction import (
     theorem7_conditions,
     theorem7_margin_grid,
 )
+from .jacobians import appendix_jacobian, autograd_jacobian, recurrent_jacobian
 from .simulation import (EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, euler_step_for,
                          piecewise_input, simulate)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "activations", "assembly", "contraction", "simulation"}]
+    "activations", "assembly", "contraction", "jacobians", "simulation"}]
