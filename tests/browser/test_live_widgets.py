@@ -39,6 +39,7 @@ LIVE = {
                         "w = contraction.theorem7_widget(grid=grid)"),
     "memory_widget": "from rnnlab.widgets import memory\nw = memory.memory_widget()",
     "backward_widget": "from rnnlab.widgets import memory\nw = memory.backward_widget()",
+    "spectrum_widget": "from rnnlab.widgets import lowrank\nw = lowrank.spectrum_widget()",
 }
 
 # Voilà's "lab" template links Font Awesome's CSS from a CDN although its own bundle carries the same CSS
@@ -46,7 +47,7 @@ LIVE = {
 # this machine fails the test.
 VOILA_CDN_STUBS = {"https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@": ("text/css", "")}
 
-STARTUP_TIMEOUT = 180  # seconds: Voilà, a kernel, importing torch and numba, drawing seven figures
+STARTUP_TIMEOUT = 180  # seconds: Voilà, a kernel, importing torch and numba, drawing eight figures
 REDRAW_TIMEOUT = 60
 
 
@@ -254,4 +255,16 @@ def test_backward_widget_pop_bias_slider(live):
     changes(page, "backward_widget", lambda: press_slider(page, "backward_widget", 0, "ArrowLeft", times=6),
             readout=slider_readout(page, "backward_widget", 0))
     assert readout_value(slider_readout(page, "backward_widget", 0)) == -1.0
+    assert not live.problems(), live.problems()
+
+
+def test_spectrum_widget_rank_and_sparsity_sliders_and_init_dropdown(live):
+    page = live.page
+    changes(page, "spectrum_widget", lambda: press_slider(page, "spectrum_widget", 0, "ArrowLeft", times=3),
+            readout=slider_readout(page, "spectrum_widget", 0))
+    changes(page, "spectrum_widget", lambda: press_slider(page, "spectrum_widget", 1, "ArrowRight", times=4),
+            readout=slider_readout(page, "spectrum_widget", 1))
+    assert readout_value(slider_readout(page, "spectrum_widget", 1)) == 0.2
+    select = page.locator(f".{marker('spectrum_widget')} .widget-dropdown select").first
+    changes(page, "spectrum_widget", lambda: select.select_option(label="glorot"))
     assert not live.problems(), live.problems()
