@@ -1,9 +1,15 @@
-"""Numerics of the papers' theory: contraction certificates, assemblies, simulation.
+"""Numerics of the papers' theory: contraction certificates, assemblies, simulation; spectra and Jacobians.
 
 Kozachkov, Ennis, Slotine, "RNNs of RNNs" (NeurIPS 2022): one function per
 theorem (:mod:`.contraction`), feedback and hierarchical combinations and the
 module constructors (:mod:`.assembly`), and the empirical check that confronts
 every certificate with simulation (:mod:`.simulation`).
+
+Tumma et al., "Leveraging Low-Rank and Sparse Recurrent Connectivity" (ICLR
+2024): the cells' recurrent Jacobians (:mod:`.jacobians`, A.4), spectra of
+``W_rec(r, s)`` and the appendix's laws at initialisation confronted with
+measurement (:mod:`.spectra`, A.6, A.7, A.10, A.11.5), and the memory
+horizon from products of Jacobians (:mod:`.horizon`, A.5.1).
 """
 from .activations import ACTIVATIONS, Activation, get_activation
 from .assembly import (
@@ -50,9 +56,14 @@ from .contraction import (
     theorem7_conditions,
     theorem7_margin_grid,
 )
+from .horizon import (HorizonRow, MemoryHorizon, carry_factors, cumulative_log_norms, default_drive, horizon_row,
+                      horizon_sensitivity, horizon_slope, horizon_vs_radius, memory_horizon, run_states)
 from .jacobians import appendix_jacobian, autograd_jacobian, recurrent_jacobian
 from .simulation import (EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, euler_step_for,
                          piecewise_input, simulate)
+from .spectra import (LawRow, cell_spectra, effective_rank, eigenvalues, initialisation_laws, law_verdicts, laws_table,
+                      matrix_spectra, paper_grid, singular_values, spectral_norm, spectral_radius,
+                      truncated_haar_mean_modulus)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "activations", "assembly", "contraction", "jacobians", "simulation"}]
+    "activations", "assembly", "contraction", "horizon", "jacobians", "simulation", "spectra"}]

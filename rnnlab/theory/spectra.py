@@ -1,0 +1,597 @@
+"""Spectra of recurrent matrices (Tumma et al. 2024, appendices A.5-A.7 and A.11.5).
+
+Small functions over one matrix ``(n, n)`` or a stack ``(G, n, n)`` (a cell's
+G recurrent matrices), all computed in float64 (complex128 for complex input):
+
+- :func:`spectral_radius` ``ρ(W) = max |λ_i|`` and :func:`spectral_norm`
+  ``‖W‖ = σ_1`` (A.6's two quantities);
+- :func:`eigenvalues` sorted by decreasing modulus (the eigenspectra of
+  Figures 15, 17, 25) and :func:`singular_values` normalised by the largest
+  (the decay curves of Figures 14, 16, 21; A.11.5);
+- :func:`effective_rank`: one number for "how fast the singular values
+  decay" (A.5.2, A.7). Default: the entropy effective rank of Roy & Vetterli
+  (2007), ``exp(−Σ p_i log p_i)`` with ``p_i = σ_i / Σ_j σ_j``; it is n for
+  an orthogonal matrix, r for r equal nonzero singular values, and does not
+  change when W is scaled, so it measures the *shape* of the normalised
+  spectrum the appendix plots. Also: the participation ratio
+  ``(Σ σ_i²)² / Σ σ_i⁴`` and the stable rank ``‖W‖_F² / ‖W‖²``;
+- :func:`matrix_spectra` (every statistic per matrix) and
+  :func:`cell_spectra`, the average over a cell's recurrent matrices that
+  A.11.5 plots for the LSTM, GRU and CfC.
+
+Scalar statistics come back as float64 tensors: shape ``()`` for one matrix,
+``(G,)`` for a stack (``float(...)`` of the first gives a Python number).
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..models.cells import glorot_uniform, haar_orthogonal, init_recurrent, recurrent_matrix
+
+EFFECTIVE_RANKS = ("entropy", "participation", "stable")
+
+
+def as_matrices(W, name="W"):
+    """``W`` as a float64 (or complex128) tensor: ``(n, n)`` or ``(G, n, n)``; clear errors otherwise.
+
+    Accepts a torch tensor (detached, moved to the CPU) or a NumPy array.
+    """
+    if isinstance(W, np.ndarray):
+        W = torch.from_numpy(W)
+    if not isinstance(W, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor or numpy.ndarray of shape (n, n) or (G, n, n), "
+                        f"got {type(W).__name__}")
+    if W.dim() not in (2, 3) or W.shape[-1] != W.shape[-2] or W.shape[-1] == 0:
+        raise ValueError(f"{name} must be a square matrix (n, n) or a stack of them (G, n, n) with n >= 1, "
+                         f"got shape {tuple(W.shape)}")
+    if W.dtype == torch.bool:
+        raise TypeError(f"{name} must hold numbers, got dtype {W.dtype}")
+    dtype = torch.complex128 if W.is_complex() else torch.float64
+    return W.detach().to(device="cpu", dtype=dtype)
+
+
+def spectral_radius(W):
+    """``ρ(W) = max_i |λ_i(W)|`` (A.6): ``()`` for ``(n, n)``, ``(G,)`` for ``(G, n, n)``."""
+    return torch.linalg.eigvals(as_matrices(W)).abs().amax(-1)
+
+
+def spectral_norm(W):
+    """``‖W‖ = σ_1(W)``, the largest singular value (A.6): ``()`` or ``(G,)``."""
+    return torch.linalg.svdvals(as_matrices(W))[..., 0]
+
+
+def eigenvalues(W):
+    """Eigenvalues (complex128) sorted by decreasing modulus (A.7's eigenspectra): ``(n,)`` or ``(G, n)``."""
+    lam = torch.linalg.eigvals(as_matrices(W))
+    order = torch.argsort(lam.abs(), dim=-1, descending=True, stable=True)
+    return torch.gather(lam, -1, order)
+
+
+def singular_values(W, *, normalise=True):
+    """Singular values in decreasing order, divided by the largest when ``normalise`` (A.11.5).
+
+    A.11.5 normalises "the sorted set of singular values by the spectral
+    norm", so every decay curve starts at 1. A zero matrix has no such curve:
+    its normalised singular values are returned as zeros.
+    """
+    s = torch.linalg.svdvals(as_matrices(W))
+    if not normalise:
+        return s
+    top = s[..., :1]
+    return torch.where(top > 0, s / torch.where(top > 0, top, torch.ones_like(top)), torch.zeros_like(s))
+
+
+def _entropy_rank(s):
+    total = s.sum(-1, keepdim=True)
+    p = s / torch.where(total > 0, total, torch.ones_like(total))
+    plogp = torch.where(p > 0, p * torch.log(torch.where(p > 0, p, torch.ones_like(p))), torch.zeros_like(p))
+    return torch.exp(-plogp.sum(-1))
+
+
+def effective_rank(W, method="entropy"):
+    """Effective rank of ``W`` from its singular values σ: ``()`` or ``(G,)`` (A.5.2, A.7).
+
+    Parameters
+    ----------
+    W : (n, n) or (G, n, n) tensor or array
+    method : ``"entropy"`` (default), ``"participation"`` or ``"stable"``
+        - ``"entropy"``: Roy & Vetterli (2007), ``exp(H(p))`` with
+          ``p_i = σ_i / Σ σ_j``. Orthogonal: n; r equal nonzero σ: r.
+        - ``"participation"``: ``(Σ σ_i²)² / Σ σ_i⁴``, the participation
+          ratio of the eigenvalues σ_i² of ``W Wᵀ`` (also n and r above).
+        - ``"stable"``: ``Σ σ_i² / σ_1²`` (``‖W‖_F² / ‖W‖²``), the most
+          sensitive of the three to the top singular value.
+
+        All three are invariant under ``W → cW``; a slower decay of the
+        normalised singular values gives a larger effective rank. A zero
+        matrix has effective rank 0.
+    """
+    if method not in EFFECTIVE_RANKS:
+        raise ValueError(f"method must be one of {EFFECTIVE_RANKS}, got {method!r}")
+    s = torch.linalg.svdvals(as_matrices(W))
+    if method == "entropy":
+        return torch.where(s[..., 0] > 0, _entropy_rank(s), torch.zeros_like(s[..., 0]))
+    s2 = s ** 2
+    if method == "participation":
+        den = (s2 ** 2).sum(-1)
+        return torch.where(den > 0, s2.sum(-1) ** 2 / torch.where(den > 0, den, torch.ones_like(den)),
+                           torch.zeros_like(den))
+    top = s2[..., 0]
+    return torch.where(top > 0, s2.sum(-1) / torch.where(top > 0, top, torch.ones_like(top)), torch.zeros_like(top))
+
+
+def matrix_spectra(W, *, method="entropy"):
+    """Every statistic of each matrix of ``W`` ``(n, n)`` or ``(G, n, n)``: a dict of tensors.
+
+    Keys: ``spectral_radius``, ``spectral_norm``, ``effective_rank`` (by
+    ``method``), ``singular_values`` (normalised by the largest, A.11.5),
+    ``eigenvalue_moduli`` (``|λ|`` in decreasing order). One eigen- and one
+    singular-value decomposition per matrix.
+    """
+    W = as_matrices(W)
+    if method not in EFFECTIVE_RANKS:
+        raise ValueError(f"method must be one of {EFFECTIVE_RANKS}, got {method!r}")
+    s = torch.linalg.svdvals(W)
+    moduli = torch.sort(torch.linalg.eigvals(W).abs(), dim=-1, descending=True).values
+    return {"spectral_radius": moduli[..., 0], "spectral_norm": s[..., 0],
+            "effective_rank": effective_rank(W, method), "singular_values": singular_values(W),
+            "eigenvalue_moduli": moduli}
+
+
+def cell_spectra(model, *, method="entropy"):
+    """A cell's spectra averaged over its recurrent matrices (A.11.5).
+
+    "For recurrent networks that have more than one set of recurrent weights
+    (CfCs, LSTMs, GRUs), [...] we compute and plot a single statistic that
+    represents the average over the statistics of each of the individual
+    recurrent weight matrices." Each statistic of :func:`matrix_spectra` is
+    computed per matrix, then averaged (curves pointwise).
+
+    Parameters
+    ----------
+    model : a cell with ``recurrent_weights()`` (``rnnlab.models.RNN``, ``LSTM``,
+        ``GRU``, ``CfC``), or a tensor ``(G, n, n)`` / ``(n, n)`` of matrices
+    method : effective-rank definition, see :func:`effective_rank`
+
+    Returns
+    -------
+    dict
+        The averages (floats for ``spectral_radius``, ``spectral_norm``,
+        ``effective_rank``; ``(n,)`` tensors for ``singular_values`` and
+        ``eigenvalue_moduli``), ``gates`` (the matrices' names, or indices) and
+        ``per_matrix`` (the dict of :func:`matrix_spectra`, ``(G, ...)``).
+    """
+    if hasattr(model, "recurrent_weights"):
+        with torch.no_grad():
+            W = model.recurrent_weights()
+        gates = tuple(getattr(model, "gate_names", range(W.shape[0])))
+    else:
+        W = as_matrices(model, "model")
+        W = W if W.dim() == 3 else W[None]
+        gates = tuple(range(W.shape[0]))
+    per = matrix_spectra(as_matrices(W, "model.recurrent_weights()"), method=method)
+    out = {k: (float(v.mean()) if v.dim() == 1 else v.mean(0)) for k, v in per.items()}
+    out["gates"] = gates
+    out["per_matrix"] = per
+    return out
+
+
+def truncated_haar_mean_modulus(ratio):
+    """Mean ``|λ|`` of the eigenvalues of a ``k × k`` block of a large Haar orthogonal matrix, ``ratio = k/n``.
+
+    Życzkowski & Sommers (2000): at fixed ``μ = k/n`` and large n the
+    eigenvalues fill the disk ``|z|² ≤ μ`` with density
+    ``(1 − μ)/(π μ) (1 − |z|²)^−2``. Its edge is A.6.3's ``√μ`` (the spectral
+    radius); its mean modulus is ``1/√μ − (1 − μ)/μ · artanh √μ``, smaller.
+    """
+    if not 0.0 < ratio <= 1.0:
+        raise ValueError(f"ratio must lie in (0, 1], got {ratio}")
+    if ratio == 1.0:
+        return 1.0
+    a = math.sqrt(ratio)
+    return 1.0 / a - (1.0 - ratio) / ratio * math.atanh(a)
+
+
+# ---------------------------------------------------------------------------
+# The appendix's laws at initialisation, confronted with measurement (A.6, A.7, A.10).
+# ---------------------------------------------------------------------------
+
+PAPER_RANKS_64 = (1, 5, 16, 27, 64)
+PAPER_SPARSITIES = (0.0, 0.2, 0.5, 0.8)
+WIDE_SPARSITIES = (0.0, 0.2, 0.5, 0.8, 0.9, 0.95)
+LARGE_SPARSITY = 0.8
+EXACT_TOL = 1e-9
+VERDICTS = ("holds", "holds in part", "fails", "—")
+
+
+@dataclass
+class LawRow:
+    """One claim of the appendix at one setting, with what was measured.
+
+    ``predicted`` is the claimed value (``nan`` for a qualitative claim, whose
+    text is ``claim``); ``measured`` and ``sd`` are the mean and standard
+    deviation over seeds. ``verdict``: ``"holds"`` (within ``tol`` of the
+    prediction, or the qualitative claim is met), ``"fails"``, ``"holds in
+    part"`` (a qualitative claim met at some settings only) or ``"—"`` (a
+    context row with nothing claimed). ``claimed`` is False for rows that test
+    a prediction of ours rather than the appendix's (e.g. the Życzkowski-Sommers
+    mean modulus), and for context rows; :func:`law_verdicts` ignores them.
+    """
+
+    law: str
+    quantity: str
+    setting: str
+    n: int
+    claim: str
+    predicted: float
+    measured: float
+    sd: float
+    verdict: str
+    note: str = ""
+    claimed: bool = True
+
+    @property
+    def rel_error(self):
+        """``(measured − predicted) / |predicted|`` (nan without a numeric prediction)."""
+        if math.isnan(self.predicted) or self.predicted == 0:
+            return math.nan
+        return (self.measured - self.predicted) / abs(self.predicted)
+
+
+def paper_grid(n):
+    """Ranks and sparsities for hidden size ``n``: the paper's at n = 64 (A.11.3), the same rank ratios otherwise.
+
+    n = 64: ranks {1, 5, 16, 27, 64 (full)}, sparsities {0, 0.2, 0.5, 0.8}.
+    Other n: ranks ``round(n k / 64)`` for those k, and the finer sparsity
+    grid {0, 0.2, 0.5, 0.8, 0.9, 0.95} (A.6's figures are at n = 512 and
+    run s over (0, 1); the large-s claim of A.6.2 needs s > 0.8).
+    """
+    if n == 64:
+        return PAPER_RANKS_64, PAPER_SPARSITIES
+    ranks = tuple(sorted({max(1, round(n * k / 64)) for k in PAPER_RANKS_64}))
+    return ranks, WIDE_SPARSITIES
+
+
+def _seeds(seeds, n):
+    if seeds is None:
+        seeds = 3 if n >= 256 else 30
+    if isinstance(seeds, int):
+        return tuple(range(seeds))
+    return tuple(int(s) for s in seeds)
+
+
+def _gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def _msd(values):
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), (float(v.std(ddof=1)) if v.size > 1 else 0.0)
+
+
+def _judge(predicted, measured, tol):
+    return "holds" if abs(measured - predicted) <= tol * abs(predicted) else "fails"
+
+
+def _row(law, quantity, setting, n, claim, predicted, values, tol, note="", claimed=True):
+    m, sd = _msd(values)
+    verdict = _judge(predicted, m, tol)
+    if tol >= 1e-3:
+        se = sd / math.sqrt(len(values)) / abs(predicted)
+        tail = f"rel. error {(m - predicted) / abs(predicted):+.1%} (tolerance {tol:.0%}; s.e. {se:.1%})"
+    else:
+        tail = f"|Δ| = {abs(m - predicted):.1e}"
+    return LawRow(law, quantity, setting, n, claim, float(predicted), m, sd, verdict,
+                  f"{tail}{'; ' + note if note else ''}", claimed)
+
+
+def _sparse_stats(n, init, s, seeds):
+    """ρ and ‖W‖ of ``W0 ⊙ M`` (full rank, sparsity s) for each seed."""
+    rho, norm = [], []
+    for seed in seeds:
+        W1, _, M = init_recurrent(n, None, s, init, _gen(seed), dtype=torch.float64)
+        rho.append(float(spectral_radius(W1)))
+        norm.append(float(spectral_norm(W1)))
+    return rho, norm
+
+
+def _glorot_sparse_rows(n, sparsities, seeds, tol, stats):
+    rows = []
+    for s in sparsities:
+        rho, norm = stats[("glorot", s)]
+        setting = f"Glorot, full rank, s={s:g}"
+        rows.append(_row("A.6.1", "ρ(W)", setting, n, "√(1−s) (circular law)", math.sqrt(1 - s), rho, tol))
+        rows.append(_row("A.6.1", "‖W‖", setting, n, "2√(1−s) (Marchenko-Pastur edge)", 2 * math.sqrt(1 - s),
+                         norm, tol))
+    return rows
+
+
+def _orthogonal_sparse_rows(n, sparsities, seeds, tol, stats):
+    rows = []
+    for s in sparsities:
+        rho, norm = stats[("orthogonal", s)]
+        large = s >= LARGE_SPARSITY
+        note = "" if large else f"not claimed: the appendix claims the Glorot law at large s (s ≥ {LARGE_SPARSITY})"
+        setting = f"orthogonal, full rank, s={s:g}"
+        rows.append(_row("A.6.2", "ρ(W)", setting, n, "→ √(1−s) at large s", math.sqrt(1 - s), rho, tol, note,
+                         claimed=large))
+        rows.append(_row("A.6.2", "‖W‖", setting, n, "→ 2√(1−s) at large s", 2 * math.sqrt(1 - s), norm, tol,
+                         note, claimed=large))
+    means = [_msd(stats[("orthogonal", s)][1])[0] for s in sparsities]
+    k = int(np.argmax(means))
+    interior = 0 < k < len(means) - 1 and means[k] > (1 + tol) * max(means[0], means[-1])
+    seq = ", ".join(f"s={s:g}: {m:.3f}" for s, m in zip(sparsities, means))
+    rows.append(LawRow("A.6.2", "‖W‖ vs s", "orthogonal, full rank", n, "non-monotonic in s", math.nan,
+                       means[k], _msd(stats[("orthogonal", sparsities[k])][1])[1],
+                       "holds" if interior else "fails",
+                       f"measured = the largest mean ‖W‖, at s={sparsities[k]:g}; {seq}"))
+    return rows
+
+
+def _lowrank_eigs(n, r, init, seed):
+    """Nonzero eigenvalues (those of ``W2 W1``, r × r) and ‖W1 W2‖ of the unmasked rank-r matrix."""
+    W1, W2, _ = init_recurrent(n, r, 0.0, init, _gen(seed), dtype=torch.float64)
+    if W2 is None:
+        return torch.linalg.eigvals(W1), float(spectral_norm(W1))
+    return torch.linalg.eigvals(W2 @ W1), float(spectral_norm(W1 @ W2))
+
+
+def _orthogonal_lowrank_rows(n, ranks, seeds, tol):
+    rows = []
+    for r in ranks:
+        eigs = [_lowrank_eigs(n, r, "orthogonal", seed) for seed in seeds]
+        mu = r / n
+        setting = f"orthogonal, r={r} (r/n={mu:.3f}), s=0"
+        rows.append(_row("A.6.3", "‖W‖", setting, n, "= 1 (all singular values 1)", 1.0, [e[1] for e in eigs],
+                         EXACT_TOL))
+        rho = [float(e[0].abs().max()) for e in eigs]
+        rows.append(_row("A.6.3", "ρ(W) = max|λ|", setting, n, "√(r/n)", math.sqrt(mu), rho, tol))
+        mean_mod = [float(e[0].abs().mean()) for e in eigs]
+        zs = truncated_haar_mean_modulus(mu)
+        rows.append(_row("A.6.3", "mean |λ| of the r nonzero λ", setting, n, "E[λ] = √(r/n), read as mean |λ|",
+                         math.sqrt(mu), mean_mod, tol, f"the Życzkowski-Sommers mean modulus is {zs:.3f}"))
+        rows.append(_row("A.6.3", "mean |λ| of the r nonzero λ", setting, n,
+                         "Życzkowski-Sommers mean (ours, not the appendix's)", zs, mean_mod, tol, claimed=False))
+    return rows
+
+
+def _glorot_lowrank_rows(n, ranks, seeds, tol):
+    rows, rho_means = [], []
+    full = [float(spectral_norm(init_recurrent(n, None, 0.0, "glorot", _gen(seed), dtype=torch.float64)[0]))
+            for seed in seeds]
+    for r in ranks:
+        eigs = [_lowrank_eigs(n, r, "glorot", seed) for seed in seeds]
+        # ‖W_r‖ against ‖W0‖ of the same draw: the truncation keeps σ_1, so the difference is rounding only.
+        diffs = [e[1] - f for e, f in zip(eigs, full)]
+        m, sd = _msd([e[1] for e in eigs])
+        worst = max(abs(d) for d in diffs)
+        rows.append(LawRow("A.6.4", "‖W_r‖", f"Glorot, r={r} (r/n={r / n:.3f}), s=0", n,
+                           "= ‖W0‖ (truncation keeps σ_1)", _msd(full)[0], m, sd,
+                           "holds" if worst <= EXACT_TOL * max(full) else "fails",
+                           f"max over seeds |‖W_r‖ − ‖W0‖| = {worst:.1e}"))
+        rho_means.append(_msd([float(e[0].abs().max()) for e in eigs]))
+    increasing = all(b[0] > a[0] for a, b in zip(rho_means, rho_means[1:]))
+    seq = ", ".join(f"r={r}: {m:.3f}±{sd:.3f}" for r, (m, sd) in zip(ranks, rho_means))
+    rows.append(LawRow("A.6.4", "ρ(W) vs rank", "Glorot, s=0", n, "increasing in rank", math.nan,
+                       rho_means[-1][0], rho_means[-1][1], "holds" if increasing else "fails",
+                       f"measured = ρ at full rank; {seq}"))
+    return rows
+
+
+def _erank_grid(n, ranks, sparsities, seeds, init):
+    """Mean entropy effective rank of ``W_rec(r, s)`` over seeds, ``{(r, s): (mean, sd)}``."""
+    out = {}
+    for r in ranks:
+        for s in sparsities:
+            vals = [float(effective_rank(recurrent_matrix(*init_recurrent(n, None if r == n else r, s, init,
+                                                                          _gen(seed), dtype=torch.float64))))
+                    for seed in seeds]
+            out[(r, s)] = _msd(vals)
+    return out
+
+
+def _monotone_row(law, quantity, setting, n, claim, axis, values, measured_at):
+    inc = all(b[0] > a[0] for a, b in zip(values, values[1:]))
+    seq = ", ".join(f"{a}: {m:.1f}" for a, (m, _) in zip(axis, values))
+    m, sd = values[measured_at]
+    return LawRow(law, quantity, setting, n, claim, math.nan, m, sd, "holds" if inc else "fails",
+                  f"effective rank (entropy) along the axis: {seq}")
+
+
+def _decay_rows(n, ranks, sparsities, seeds):
+    rows = []
+    for init in ("orthogonal", "glorot"):
+        grid = _erank_grid(n, ranks, sparsities, seeds, init)
+        for r in ranks:
+            rname = "full" if r == n else r
+            rows.append(_monotone_row("A.7", "erank vs s", f"{init}, r={rname}", n,
+                                      "decay slower (erank up) as s rises", [f"s={s:g}" for s in sparsities],
+                                      [grid[(r, s)] for s in sparsities], -1))
+        for s in sparsities:
+            rows.append(_monotone_row("A.7", "erank vs r", f"{init}, s={s:g}", n,
+                                      "decay slower (erank up) as r rises", [f"r={r}" for r in ranks],
+                                      [grid[(r, s)] for r in ranks], -1))
+    return rows
+
+
+def _lemma1_rows(n, seeds, tol, gate_counts=(3, 4)):
+    rows = []
+    for G in gate_counts:
+        norms, rhos = [], []
+        for seed in seeds:
+            W1, _, _ = init_recurrent(n, None, 0.0, "concatenated", _gen(seed), gates=G, dtype=torch.float64)
+            norms += spectral_norm(W1).tolist()
+            if seed == seeds[0] or n < 256:      # ρ needs an eigendecomposition: the blocks of one draw at large n
+                rhos += spectral_radius(W1).tolist()
+        setting = f"concatenated orthogonal, G={G} (blocks of an n × {G}n draw)"
+        worst = max(norms)
+        m, sd = _msd(norms)
+        rows.append(LawRow("Lemma 1", "max ‖W_g‖", setting, n, "≤ ‖[W_1 … W_G]‖ = 1", 1.0, worst, 0.0,
+                           "holds" if worst <= 1 + EXACT_TOL else "fails",
+                           f"mean ‖W_g‖ = {m:.3f} ± {sd:.3f}: {1 - m:.1%} below an own orthogonal draw "
+                           "(‖W‖ = 1)"))
+        edge = 2 * math.sqrt(G - 1) / G
+        rows.append(_row("Lemma 1", "‖W_g‖", setting, n, "2√(G−1)/G (Jacobi-ensemble edge; ours)", edge, norms,
+                         tol, claimed=False))
+        rows.append(_row("Lemma 1", "ρ(W_g)", setting, n, "1/√G (truncated Haar, as A.6.3; ours)",
+                         1 / math.sqrt(G), rhos, tol,
+                         f"an own orthogonal draw has ρ = 1: the blocks' ρ is {1 - _msd(rhos)[0]:.0%} smaller",
+                         claimed=False))
+    return rows
+
+
+def _product_rows(n, ranks, seeds, tol):
+    """A.10: "multiplying the two matrices [W1, W2 drawn individually] does not preserve the spectral norm"."""
+    rows = []
+    for r in (r for r in ranks if r < n):
+        setting = f"r={r} (r/n={r / n:.3f})"
+        dev, prod_rho, split_rho, glorot_norm, glorot_ref = [], [], [], [], []
+        for seed in seeds:
+            g = _gen(10_000 + seed)
+            A, B = haar_orthogonal(n, r, generator=g), haar_orthogonal(r, n, generator=g)
+            s = torch.linalg.svdvals(A @ B)
+            dev.append(float((s[:r] - 1).abs().max()))
+            prod_rho.append(float(torch.linalg.eigvals(B @ A).abs().max()))
+            split_rho.append(float(_lowrank_eigs(n, r, "orthogonal", seed)[0].abs().max()))
+            G1, G2 = glorot_uniform(n, r, generator=g), glorot_uniform(r, n, generator=g)
+            glorot_norm.append(float(spectral_norm(G1 @ G2)))
+            glorot_ref.append(float(spectral_norm(glorot_uniform(n, n, generator=g))))
+        worst = max(dev)
+        rows.append(LawRow("A.10", "max_i |σ_i(W1 W2) − 1|, i ≤ r",
+                           f"orthonormal-column W1 (n×r), orthonormal-row W2 (r×n), independent Haar, {setting}", n,
+                           "the product does not preserve ‖W_rec‖ (= 1)", 0.0, worst, 0.0,
+                           "fails" if worst <= EXACT_TOL else "holds",
+                           "all r singular values of W1 W2 are 1, so ‖W1 W2‖ = 1 = ‖W_rec‖: the remark fails "
+                           "for orthogonal factors"))
+        (pm, psd), (sm, ssd) = _msd(prod_rho), _msd(split_rho)
+        se2 = 2 * math.sqrt((psd ** 2 + ssd ** 2) / len(seeds))
+        rows.append(LawRow("A.10", "ρ(W1 W2), independent factors", f"orthogonal factors, {setting}", n,
+                           "same law as the random-subspace split of init_recurrent (ours)", sm, pm, psd,
+                           "holds" if abs(pm - sm) <= max(tol * sm, se2) else "fails",
+                           f"split: {sm:.3f} ± {ssd:.3f}; a two-sample test: |Δ| = {abs(pm - sm):.3f} vs "
+                           f"max(tol·split, 2 s.e.) = {max(tol * sm, se2):.3f}", claimed=False))
+        gm, gref = _msd(glorot_norm)[0], _msd(glorot_ref)[0]
+        changed = abs(gm - gref) > tol * gref
+        rows.append(LawRow("A.10", "‖W1 W2‖, Glorot factors", f"Glorot W1 (n×r), W2 (r×n), {setting}", n,
+                           "the product does not preserve ‖W_rec‖", gref, gm, _msd(glorot_norm)[1],
+                           "holds" if changed else "fails",
+                           f"predicted column = ‖W_rec‖ of a Glorot n×n draw (kept by its rank-r SVD split); "
+                           f"the product's norm is {gm / gref:.2f}× that"))
+    return rows
+
+
+def initialisation_laws(n=512, seeds=None, *, ranks=None, sparsities=None, tol=0.05, laws=None):
+    """The appendix's claims about ``W_rec(r, s)`` at initialisation, each confronted with measurement.
+
+    Laws (each row's ``law``):
+
+    - ``"A.6.1"`` Glorot + sparse: ``ρ = √(1−s)``, ``‖W‖ = 2√(1−s)``;
+    - ``"A.6.2"`` orthogonal + sparse: the same at large s (claimed rows
+      s ≥ 0.8), and ``‖W‖`` non-monotonic in s;
+    - ``"A.6.3"`` orthogonal + low rank: ``‖W‖ = 1``; ``ρ = √(r/n)`` (the
+      largest ``|λ|``); the appendix's "E[λ] = √r" read as the mean ``|λ|``
+      of the r nonzero eigenvalues (and that mean against the
+      Życzkowski-Sommers law, :func:`truncated_haar_mean_modulus`);
+    - ``"A.6.4"`` Glorot + low rank: ``‖W‖`` unchanged by truncation, ``ρ``
+      increasing in rank;
+    - ``"A.7"`` singular-value decay slower as sparsity rises and as rank
+      rises, measured by the entropy effective rank (:func:`effective_rank`)
+      along each axis of the rank × sparsity grid, both initialisations;
+    - ``"Lemma 1"`` (A.10): the blocks of the concatenated (TensorFlow)
+      orthogonal init have ``‖W_g‖ ≤ 1``, G = 3 (GRU, CfC) and 4 (LSTM), with
+      how far below an own orthogonal draw (``ρ = ‖W‖ = 1``) they fall;
+    - ``"A.10"``: "multiplying the two matrices [W1, W2 drawn individually]
+      does not preserve the spectral norm of W_rec", for orthogonal and for
+      Glorot factors.
+
+    Parameters
+    ----------
+    n : int
+        Hidden size (the appendix's figures: 512; its networks: 64).
+    seeds : int, sequence of ints or None
+        Draws per setting (None: 3 at n ≥ 256, 30 below). Each seed seeds a
+        ``torch.Generator`` for :func:`rnnlab.models.cells.init_recurrent`.
+    ranks, sparsities : sequences or None
+        Grids (None: :func:`paper_grid`). ``ranks`` must include n (full rank).
+    tol : float
+        Relative tolerance of the asymptotic laws: a row holds when
+        ``|mean − predicted| ≤ tol · |predicted|``. Exact identities (``‖W‖ = 1``,
+        ``‖W_r‖ = ‖W0‖``, Lemma 1, unit singular values) use ``1e-9``.
+        Qualitative claims (monotone, non-monotonic) are judged on the means.
+    laws : iterable of law ids or None
+        A subset of the laws above (None: all).
+
+    Returns
+    -------
+    list of :class:`LawRow`
+        Format with :func:`laws_table`; :func:`law_verdicts` summarises.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    default_ranks, default_sparsities = paper_grid(n)
+    ranks = tuple(default_ranks if ranks is None else ranks)
+    sparsities = tuple(default_sparsities if sparsities is None else sparsities)
+    if not ranks or ranks[-1] != n or any(not 1 <= r <= n for r in ranks) or list(ranks) != sorted(set(ranks)):
+        raise ValueError(f"ranks must be increasing ints in [1, n] ending with n = {n} (full rank), got {ranks}")
+    if not sparsities or any(not 0 <= s < 1 for s in sparsities) or list(sparsities) != sorted(set(sparsities)):
+        raise ValueError(f"sparsities must be increasing floats in [0, 1), got {sparsities}")
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0, got {tol}")
+    known = ("A.6.1", "A.6.2", "A.6.3", "A.6.4", "A.7", "Lemma 1", "A.10")
+    laws = known if laws is None else tuple(laws)
+    if any(law not in known for law in laws):
+        raise ValueError(f"laws must be a subset of {known}, got {laws}")
+    seeds = _seeds(seeds, n)
+    rows = []
+    if "A.6.1" in laws or "A.6.2" in laws:
+        inits = [i for i, law in (("glorot", "A.6.1"), ("orthogonal", "A.6.2")) if law in laws]
+        stats = {(i, s): _sparse_stats(n, i, s, seeds) for i in inits for s in sparsities}
+        if "A.6.1" in laws:
+            rows += _glorot_sparse_rows(n, sparsities, seeds, tol, stats)
+        if "A.6.2" in laws:
+            rows += _orthogonal_sparse_rows(n, sparsities, seeds, tol, stats)
+    if "A.6.3" in laws:
+        rows += _orthogonal_lowrank_rows(n, ranks, seeds, tol)
+    if "A.6.4" in laws:
+        rows += _glorot_lowrank_rows(n, ranks, seeds, tol)
+    if "A.7" in laws:
+        rows += _decay_rows(n, ranks, tuple(s for s in sparsities if s in PAPER_SPARSITIES) or sparsities, seeds)
+    if "Lemma 1" in laws:
+        rows += _lemma1_rows(n, seeds, tol)
+    if "A.10" in laws:
+        rows += _product_rows(n, ranks, seeds, tol)
+    return rows
+
+
+def law_verdicts(rows):
+    """One verdict per claim ``(law, quantity)``: all its claimed rows hold → "holds", none → "fails", else
+    "holds in part".
+
+    Returns ``{(law, quantity): (verdict, "k of m claimed rows hold")}``;
+    rows with ``claimed=False`` (our own reference predictions, context) do
+    not count.
+    """
+    out = {}
+    for key in dict.fromkeys((r.law, r.quantity) for r in rows):
+        claimed = [r for r in rows if (r.law, r.quantity) == key and r.claimed]
+        if not claimed:
+            continue
+        k = sum(r.verdict == "holds" for r in claimed)
+        verdict = "holds" if k == len(claimed) else ("fails" if k == 0 else "holds in part")
+        out[key] = (verdict, f"{k} of {len(claimed)} claimed rows hold")
+    return out
+
+
+def laws_table(rows):
+    """The rows as a Markdown table (predicted vs measured mean ± sd, verdict, note)."""
+    lines = ["| law | quantity | setting | n | claim | predicted | measured (mean ± sd) | verdict | note |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        pred = "—" if math.isnan(r.predicted) else f"{r.predicted:.4g}"
+        meas = f"{r.measured:.4g} ± {r.sd:.2g}"
+        verdict = r.verdict if r.claimed else f"({r.verdict})"
+        lines.append(f"| {r.law} | {r.quantity} | {r.setting} | {r.n} | {r.claim} | {pred} | {meas} | {verdict} "
+                     f"| {r.note} |")
+    return "\n".join(lines)
