@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..models.cells import CELLS
 from .jacobians import _kind, recurrent_jacobian
 from .spectra import spectral_radius
 
@@ -198,7 +199,7 @@ def memory_horizon(model, x=None, state=None, *, full_state=None, norm="fro", T=
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must be a (B, T, input_size) tensor with T >= 1 and input_size={model.input_size}, "
                          f"got {got}")
-    x = x.detach().to(torch.float64)
+    x = x.detach().to(device=model.weight_ih.device, dtype=torch.float64)
     states, _ = run_states(model, x, state)
     total = []
 
@@ -307,11 +308,6 @@ class HorizonRow:
     log_rho_mean_jacobian: float
 
 
-def _cells():
-    from ..models.cells import CELLS     # theory sits above models; imported here to keep import light
-    return CELLS
-
-
 def horizon_row(model, *, seed=0, T=100, batch=8, scale=1.0, window=None, norm="fro"):
     """:class:`HorizonRow` of one cell on :func:`default_drive` ``(model, T, batch, scale=scale, seed=seed)``."""
     kind = _kind(model)
@@ -356,13 +352,12 @@ def horizon_vs_radius(kinds=("rnn", "lstm", "gru", "cfc"), ranks=(None, 27, 16, 
     -------
     list of :class:`HorizonRow`; :func:`horizon_sensitivity` fits the slope against ``log ρ`` per cell.
     """
-    cells = _cells()
     rows = []
     settings = [(None, s) for s in sparsities] + [(r, 0.0) for r in ranks if r is not None]
     for kind in kinds:
         for rank, sparsity in settings:
             for seed in seeds:
-                model = cells[kind](input_size, hidden_size, rank, sparsity, init, seed=seed, backend="torch",
+                model = CELLS[kind](input_size, hidden_size, rank, sparsity, init, seed=seed, backend="torch",
                                     dtype=torch.float64)
                 rows.append(horizon_row(model, seed=seed, T=T, batch=batch, scale=scale, window=window, norm=norm))
     return rows
