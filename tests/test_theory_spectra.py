@@ -14,7 +14,7 @@ import torch
 import rnnlab.theory as th
 from rnnlab.models import GRU, LSTM, RNN
 from rnnlab.models.cells import haar_orthogonal
-from rnnlab.theory.spectra import VERDICTS
+from rnnlab.theory.laws import VERDICTS
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -8,7 +8,7 @@ every certificate with simulation (:mod:`.simulation`).
 Tumma et al., "Leveraging Low-Rank and Sparse Recurrent Connectivity" (ICLR
 2024): the cells' recurrent Jacobians (:mod:`.jacobians`, A.4), spectra of
 ``W_rec(r, s)`` and the appendix's laws at initialisation confronted with
-measurement (:mod:`.spectra`, A.6, A.7, A.10, A.11.5), and the memory
+measurement (:mod:`.spectra` and :mod:`.laws`, A.6, A.7, A.10, A.11.5), and the memory
 horizon from products of Jacobians (:mod:`.horizon`, A.5.1).
 """
 from .activations import ACTIVATIONS, Activation, get_activation
@@ -61,9 +61,9 @@ from .horizon import (HorizonRow, MemoryHorizon, carry_factors, cumulative_log_n
 from .jacobians import appendix_jacobian, autograd_jacobian, recurrent_jacobian
 from .simulation import (EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, euler_step_for,
                          piecewise_input, simulate)
-from .spectra import (LawRow, cell_spectra, effective_rank, eigenvalues, initialisation_laws, law_verdicts, laws_table,
-                      matrix_spectra, paper_grid, singular_values, spectral_norm, spectral_radius,
-                      truncated_haar_mean_modulus)
+from .laws import LawRow, initialisation_laws, law_verdicts, laws_table, paper_grid
+from .spectra import (cell_spectra, effective_rank, eigenvalues, matrix_spectra, singular_values, spectral_norm,
+                      spectral_radius, truncated_haar_mean_modulus)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "activations", "assembly", "contraction", "horizon", "jacobians", "simulation", "spectra"}]
+    "activations", "assembly", "contraction", "horizon", "jacobians", "laws", "simulation", "spectra"}]

@@ -159,6 +159,9 @@ def autograd_jacobian(model, x_t, state=None, *, full_state=False):
     kind = _kind(model)
     if full_state and kind != "lstm":
         raise ValueError(f"full_state=True is for the LSTM, whose state is (h, c); kind={kind!r} has state h")
+    if not isinstance(x_t, torch.Tensor) or x_t.dim() != 2 or x_t.shape[1] != model.input_size:
+        got = tuple(x_t.shape) if isinstance(x_t, torch.Tensor) else type(x_t).__name__
+        raise ValueError(f"x_t must be a (B, input_size) tensor with input_size={model.input_size}, got {got}")
     h, c = model._check_state(state, x_t.shape[0], x_t)
     H = model.hidden_size
 
