@@ -249,3 +249,22 @@ def test_glorot_sparse_laws_at_n512():
 def test_laws_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         th.initialisation_laws(8, 1, **kwargs)
+
+
+def test_lowrank_laws_command_writes_rows_that_read_back(tmp_path, capsys):
+    import json
+
+    from rnnlab.experiments import lowrank_laws
+    from rnnlab.theory.laws import laws_from_json
+
+    out = tmp_path / "laws.json"
+    lowrank_laws.main(["--n", "16", "--seeds", "2", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "| law | quantity |" in printed and "wrote" in printed
+    data = json.loads(out.read_text())
+    assert data["meta"]["n"] == 16 and data["meta"]["seeds"] == [0, 1]
+    assert "--n 16" in data["meta"]["command"]
+    rows = laws_from_json(data["rows"])
+    again = th.initialisation_laws(16, 2)
+    assert [(r.law, r.quantity, r.setting) for r in rows] == [(r.law, r.quantity, r.setting) for r in again]
+    assert [r.measured for r in rows] == pytest.approx([r.measured for r in again])

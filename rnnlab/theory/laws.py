@@ -421,3 +421,21 @@ def laws_table(rows):
         lines.append(f"| {r.law} | {r.quantity} | {r.setting} | {r.n} | {r.claim} | {pred} | {meas} | {verdict} "
                      f"| {r.note} |")
     return "\n".join(lines)
+
+
+def laws_to_json(rows):
+    """The rows as a list of plain dicts (JSON-ready; ``nan`` predictions become None)."""
+    from dataclasses import asdict
+
+    out = []
+    for r in rows:
+        d = asdict(r)
+        d["predicted"] = None if math.isnan(r.predicted) else r.predicted
+        out.append(d)
+    return out
+
+
+def laws_from_json(items):
+    """:class:`LawRow` s back from :func:`laws_to_json`."""
+    return [LawRow(**{**d, "predicted": math.nan if d["predicted"] is None else d["predicted"]}) for d in items]
+
