@@ -1,4 +1,5 @@
-"""Compile every CUDA kernel (``linear_scan``, ``modal_stack_scan``, ``neural_memory``) for real GPUs, without a GPU.
+"""Compile every CUDA kernel (``linear_scan``, ``modal_stack_scan``, ``neural_memory``, ``recurrent_cell``)
+for real GPUs, without a GPU.
 
 ``numba.cuda.compile_ptx`` types and compiles a kernel through NVVM for a
 given compute capability: 7.5 (Colab's T4) and 8.0 (A100). This catches what
@@ -18,7 +19,7 @@ import types
 
 import pytest
 
-from rnnlab.kernels import memory_cuda, scan_cuda, stack_scan_cuda
+from rnnlab.kernels import cells_cuda, memory_cuda, scan_cuda, stack_scan_cuda
 
 CCS = [(7, 5), (8, 0)]
 
@@ -42,8 +43,8 @@ def _nvvm_unavailable():
 REASON = _nvvm_unavailable()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
-MODULES = {"scan": scan_cuda, "stack_scan": stack_scan_cuda, "memory": memory_cuda}
-DTYPE_COUNTS = {"scan": 4, "stack_scan": 4, "memory": 2}     # memory: float32 and float64 only
+MODULES = {"scan": scan_cuda, "stack_scan": stack_scan_cuda, "memory": memory_cuda, "cells": cells_cuda}
+DTYPE_COUNTS = {"scan": 4, "stack_scan": 4, "memory": 2, "cells": 2}     # memory, cells: float32 and float64 only
 SIGNATURES = [(mod, name, fn, sig) for mod, module in MODULES.items()
               for name, fn, sig in module.kernel_signatures()]
 

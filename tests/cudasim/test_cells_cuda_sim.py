@@ -1,0 +1,81 @@
+"""The CUDA kernels of ``recurrent_cell``, run in numba's CUDA simulator on CPU tensors and compared
+with the torch backend (the readable reference and its hand-written backward, itself tested against
+autograd in tests/test_cells_kernels.py).
+
+Run in its own process: ``NUMBA_ENABLE_CUDASIM=1 pytest tests/cudasim -q``. In the simulator a block
+has ``THREADS = 8`` threads, so H = 5 gives some threads two units and every gate loop (G*H outputs)
+several rounds; B = 2 runs two blocks.
+"""
+import math
+
+import pytest
+import torch
+
+from rnnlab.kernels import cells_cuda, cells_torch, recurrent_cell, recurrent_cell_ref
+from rnnlab.kernels.cells_torch import GATES, KINDS
+
+F64 = torch.float64
+TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+def _inputs(kind, B, T, H, dtype, seed):
+    gen = torch.Generator().manual_seed(seed)
+    G = GATES[kind]
+    xp = torch.randn(B, T, G, H, generator=gen, dtype=F64)
+    W = torch.randn(G, H, H, generator=gen, dtype=F64) * (1.5 / math.sqrt(H))
+    h0 = 0.5 * torch.randn(B, H, generator=gen, dtype=F64)
+    c0 = torch.randn(B, H, generator=gen, dtype=F64) if kind == "lstm" else None
+    g_hs = torch.randn(B, T, H, generator=gen, dtype=F64)
+    g_cs = torch.randn(B, T, H, generator=gen, dtype=F64) if kind == "lstm" else None
+    return [None if x is None else x.to(dtype) for x in (xp, W, h0, c0, g_hs, g_cs)]
+
+
+def test_simulator_is_on():
+    assert cells_cuda.cuda is not None
+    assert cells_cuda.THREADS == 8
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_forward_and_backward_match_torch(kind, dtype):
+    for B, T, H in [(2, 3, 5), (1, 2, 4), (1, 1, 1)]:
+        xp, W, h0, c0, g_hs, g_cs = _inputs(kind, B, T, H, dtype, seed=B + T + H)
+        where = f"{kind} {(B, T, H)}"
+        got = cells_cuda.forward(kind, xp, W, h0, c0)
+        ref = cells_torch.forward(kind, xp, W, h0, c0)
+        for name, x, y in zip(("hs", "cs", "acts"), got, ref):
+            if y is None:
+                assert x is None
+                continue
+            torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+        for gcs in ((g_cs, None) if kind == "lstm" else (None,)):
+            got = cells_cuda.backward(kind, W, h0, c0, *ref, g_hs, gcs)
+            want = cells_torch.backward(kind, W, h0, c0, *ref, g_hs, gcs)
+            for name, x, y in zip(("g_pre", "g_h0", "g_c0"), got, want):
+                if y is None:
+                    assert x is None
+                    continue
+                torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_op_gradients_match_autograd_through_reference(kind):
+    """The whole op with backend='cuda' (kernels, then the op's dW) against autograd through the reference."""
+    xp, W, h0, c0, g_hs, g_cs = _inputs(kind, 2, 3, 4, F64, seed=7)
+    results = []
+    for fn in (lambda *a: recurrent_cell(kind, *a, backend="cuda"), lambda *a: recurrent_cell_ref(kind, *a)):
+        args = [x.clone().requires_grad_() for x in (xp, W, h0, c0) if x is not None]
+        hs, cs = fn(*args)
+        loss = (hs * g_hs).sum() + ((cs * g_cs).sum() if kind == "lstm" else 0)
+        results.append([hs, cs] + list(torch.autograd.grad(loss, args)))
+    for x, y in zip(*results):
+        if y is None:
+            assert x is None
+            continue
+        torch.testing.assert_close(x, y, **TOL[F64])
+
+
+def test_hidden_size_limit():
+    xp, W, h0, _, _, _ = _inputs("rnn", 1, 1, cells_cuda.MAX_H + 1, torch.float32, seed=0)
+    with pytest.raises(ValueError, match="hidden sizes up to"):
+        cells_cuda.forward("rnn", xp, W, h0, None)
