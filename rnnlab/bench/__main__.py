@@ -6,6 +6,7 @@ Examples::
     python -m rnnlab.bench scan --quick              # small sizes, a few seconds
     python -m rnnlab.bench scan --T 1024 --sizes 16x256 --dtypes float32 --json out.json
     python -m rnnlab.bench scan --help               # every option
+    python -m rnnlab.bench cells --threads 1         # recurrent_cell against its reference and torch.nn
 
 The JSON goes to ``bench-results/<benchmark>-<timestamp>.json`` unless
 ``--json PATH`` or ``--no-json`` says otherwise; it holds the rows, the
@@ -17,6 +18,10 @@ import sys
 
 from . import BENCHMARKS, default_json_path, load, positive_int, write_json
 from .timing import CpuMonitor, busy_warning, keep_freed_memory, machine_info
+
+# recurrent_cell's benchmark (rnnlab.bench.cells), registered here; its place is rnnlab.bench.BENCHMARKS
+# beside the others (setdefault: nothing changes once it is listed there).
+BENCHMARKS.setdefault("cells", "rnnlab.bench.cells")
 
 
 def build_parser():
