@@ -32,10 +32,11 @@ def test_rows(rows):
         assert (r["benchmark"], r["backend"], r["B"], r["I"], r["H"], r["dtype"]) == ("cells", "cpu", 2, 3, 4,
                                                                                        "float32")
         assert r["nn_module"] == f"torch.nn.{cells.NN_MODULES[r['kind']]}"
-        for key in ("ref_s", "kernel_s", "nn_s"):
+        for key in ("ref_s", "kernel_s", "nn_s", "proj_s"):
             assert r[key] > 0, key
         assert r["ref_over_kernel"] == pytest.approx(r["ref_s"] / r["kernel_s"])
         assert r["kernel_over_nn"] == pytest.approx(r["kernel_s"] / r["nn_s"])
+        assert r["ref_over_proj"] == pytest.approx(r["ref_s"] / r["proj_s"])
         assert r["timings"]["kernel"]["n"] == 1 and r["stat"] == "min"
         assert set(r["targets"]) == {"ref_over_kernel", "kernel_over_nn"}
         for verdict in r["targets"].values():
@@ -48,7 +49,7 @@ def test_table(rows):
     table = cells.format_table(rows, title="cells")
     lines = table.splitlines()
     assert lines[0] == "cells"
-    assert "ref/kernel (>=5)" in lines[1] and "kernel/nn (<=1.5)" in lines[1]
+    assert "ref/kernel (>=5)" in lines[1] and "kernel/nn (<=1.5)" in lines[1] and "proj f+b" in lines[1]
     assert sum(line.startswith("cpu ") for line in lines) == len(rows)
     assert "GRU*" in table and "CfC has no torch module" in table
     assert "Target verdicts:" in table

@@ -14,7 +14,12 @@ recurrent layer ``x (B, T, I) -> hs (B, T, H)`` three ways:
 ``nn``      ``torch.nn.RNN`` (tanh), ``torch.nn.LSTM`` or ``torch.nn.GRU`` of the
             same sizes (``batch_first=True``), which includes its own input
             projection. The CfC has no torch module: it is compared with
-            ``torch.nn.GRU``, which has three gates too.
+            ``torch.nn.GRU``, which has three gates too;
+``proj``    the input projection alone, ``linear(x, W_ih, b)`` and its
+            gradients for ``W_ih`` and ``b``: the part of ``ref`` and ``kernel``
+            that no recurrence kernel touches, so ``kernel >= proj`` and
+            ``ref / kernel <= ref / proj`` (``ref_over_proj``, the speed-up a
+            free recurrence would give).
 
 "Forward and backward" is the layer's outputs ``hs`` followed by
 ``torch.autograd.grad(hs, params, g)`` for a fixed random ``g``, ``params``
@@ -30,9 +35,10 @@ within 1.5x of torch.nn. Times are the best (minimum) of the repeated calls by
 default (``--stat``).
 
 What bounds the CPU kernel's row at these sizes: the input projection and the
-matrices' gradient (one matrix product each, by torch, outside the kernels)
-are a large share of ``kernel``; torch.nn.LSTM on a CPU runs as one fused
-oneDNN primitive.
+matrices' gradient (matrix products by torch, outside the kernels) are a
+large share of ``kernel`` (the ``proj`` column); torch.nn.LSTM on a CPU runs
+as one fused oneDNN primitive, whose matrix products may be faster than the
+BLAS behind ``linear`` (they are on AMD CPUs with MKL).
 
 On a CPU shared with other programs, timings with several threads can be
 badly distorted (idle OpenMP threads of torch and numba spin; torch's RNNs
@@ -133,6 +139,15 @@ def _op_call(kind, x, params, g, backend):
     return call
 
 
+def _proj_call(x, params):
+    W_ih, b = params[:2]
+    gp = torch.randn(x.shape[:2] + (W_ih.shape[0],), generator=torch.Generator().manual_seed(1)).to(x)
+
+    def call():
+        return torch.autograd.grad(torch.nn.functional.linear(x, W_ih, b), (W_ih, b), gp)
+    return call
+
+
 def _nn_call(kind, x, module, params, g):
     h0 = params[3].detach().unsqueeze(0).requires_grad_()
     hx = (h0, params[4].detach().unsqueeze(0).requires_grad_()) if kind == "lstm" else h0
@@ -155,8 +170,9 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
     ``T`` defaults to :data:`DEFAULT_T` (:data:`QUICK_T` if ``quick``); the sizes to
     :data:`DEFAULT_SIZE` (:data:`QUICK_SIZE`); ``reference=False`` skips the reference loop;
     ``**timing`` overrides ``warmup``, ``min_repeats``, ``min_time``. Keys of a row: the
-    configuration, ``ref_s``, ``kernel_s``, ``nn_s`` (seconds, the ``stat`` of the calls),
-    ``ref_over_kernel``, ``kernel_over_nn``, ``nn_module``, ``timings`` and ``targets``.
+    configuration, ``ref_s``, ``kernel_s``, ``nn_s``, ``proj_s`` (seconds, the ``stat`` of the calls),
+    ``ref_over_kernel``, ``kernel_over_nn``, ``ref_over_proj``, ``proj_over_nn``, ``nn_module``,
+    ``timings`` and ``targets``.
     """
     settings = dict(_SETTINGS[bool(quick)])
     unknown = set(timing) - set(settings)
@@ -199,7 +215,8 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
                 x = torch.randn(B, t, I, generator=gen).to(device, dt)
                 g = torch.randn(B, t, H, generator=gen).to(device, dt)
                 params, module = _layer(kind, I, H, B, dt, device, seed)
-                fns = {"kernel": _op_call(kind, x, params, g, backend), "nn": _nn_call(kind, x, module, params, g)}
+                fns = {"kernel": _op_call(kind, x, params, g, backend), "nn": _nn_call(kind, x, module, params, g),
+                       "proj": _proj_call(x, params)}
                 if reference:
                     fns["ref"] = _op_call(kind, x, params, g, None)
                 timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
@@ -207,10 +224,12 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
                 row = {"benchmark": "cells", "backend": backend, "device": device, "kind": kind, "T": t, "B": B,
                        "I": I, "H": H, "dtype": dtype, "stat": stat, "threads": threads,
                        "nn_module": f"torch.nn.{NN_MODULES[kind]}"}
-                for name in ("ref", "kernel", "nn"):
+                for name in ("ref", "kernel", "nn", "proj"):
                     row[f"{name}_s"] = timings[name].stat(stat) if name in timings else None
                 row["ref_over_kernel"] = _ratio(row["ref_s"], row["kernel_s"])
                 row["kernel_over_nn"] = _ratio(row["kernel_s"], row["nn_s"])
+                row["ref_over_proj"] = _ratio(row["ref_s"], row["proj_s"])
+                row["proj_over_nn"] = _ratio(row["proj_s"], row["nn_s"])
                 row["timings"] = {k: v.as_dict() for k, v in timings.items()}
                 row["targets"] = check_targets(row, TARGETS)
                 rows.append(row)
@@ -248,15 +267,20 @@ def format_table(rows, title=None):
         Column("kernel f+b", lambda r: format_seconds(r["kernel_s"])),
         Column("torch.nn f+b", lambda r: format_seconds(r["nn_s"])),
         Column("torch.nn", lambda r: r["nn_module"].split(".")[-1] + ("*" if r["kind"] == "cfc" else ""), "<"),
+        Column("proj f+b", lambda r: format_seconds(r["proj_s"])),
         Column("ref/kernel (>=5)", lambda r: _with_verdict(r, "ref_over_kernel")),
         Column("kernel/nn (<=1.5)", lambda r: _with_verdict(r, "kernel_over_nn")),
+        Column("ref/proj", lambda r: format_ratio(r["ref_over_proj"])),
+        Column("proj/nn", lambda r: format_ratio(r["proj_over_nn"])),
     ]
     stat = rows[0]["stat"] if rows else "min"
     notes = [f"Times: the {stat} of interleaved calls of forward + backward (autograd.grad of hs for all weights, "
              "biases and h0/c0); ref and kernel include the input projection linear(x, W_ih, b).",
              "ref: autograd through recurrent_cell_ref (a Python loop over time); kernel: "
              "recurrent_cell(backend=<backend>); torch.nn: the torch module of the same sizes, batch_first.",
-             "* CfC has no torch module: it is compared with torch.nn.GRU (three gates too)."]
+             "* CfC has no torch module: it is compared with torch.nn.GRU (three gates too).",
+             "proj: the input projection alone (forward and gradients of W_ih, b), a part of ref and kernel: "
+             "ref/proj bounds ref/kernel, proj/nn bounds kernel/nn from below."]
     if any(r["kind"] == "gru" for r in rows):
         notes.append("gru: the op's GRU resets before the recurrent matrix (one bias per gate); torch.nn.GRU "
                      "resets after it (two biases): the same work up to one elementwise product.")

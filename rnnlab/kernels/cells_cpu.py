@@ -4,25 +4,31 @@ The equations, gate orders and the backward are those of :mod:`.cells_torch`;
 this module runs them for blocks of four batch elements at a time (``prange``
 over the blocks), every step as a few contiguous loops over the hidden units.
 
-The two products of a step are axpy's along contiguous rows:
+The two products of a step, for the four elements of a block at once:
 
 - forward, the recurrent drive ``pre = xp_t + W h``: ``W`` is first copied to
   ``WT`` ``(H_in, G*H)`` (``WT[k, g*H + j] = W[g, j, k]``, once per call), and
-  ``pre`` accumulates ``h[k] * WT[k, :]`` over ``k``, along one row of all G
-  gates' outputs. ``pre`` is the step's slice of ``acts`` itself: the
-  activations overwrite it in place. (The GRU's ``n`` gate multiplies
-  ``r ⊙ h``: its columns of ``WT`` are a separate matrix, applied after r.)
-- backward, the carried gradient ``δh_{t-1} = Σ_g W[g]ᵀ δpre_g``: axpy's over
-  the rows of ``W`` seen as ``(G*H, H_in)``, ``δh_{t-1} += δpre[r] W[r, :]``.
+  ``pre`` accumulates ``h[k] * WT[k, :]`` over ``k``: axpy's along one row of
+  all G gates' outputs (:func:`axpys4`: four rows of ``WT`` per pass, each
+  loaded once for the four elements, each output loaded and stored once per
+  four rows). ``pre`` is the step's slice of ``acts`` itself: the activations
+  overwrite it in place. (The GRU's ``n`` gate multiplies ``r ⊙ h``: its
+  columns of ``WT`` are a separate matrix, applied after r.)
+- backward, the carried gradient ``δh_{t-1}[k] = Σ_r WT[k, r] δpre[r]`` (that
+  is ``Σ_g W[g]ᵀ δpre_g``): dot products over the G*H pre-activations
+  (:func:`dots4`: four k and four elements at a time, sixteen running sums
+  that stay in registers). A dot product vectorises only if its sum may be
+  reassociated: these two functions are compiled with
+  ``fastmath={"reassoc", "contract"}`` (see below). The axpy form, over the
+  rows of ``W`` seen as ``(G*H, H_in)``, has inner loops only H long and
+  measured 1.9x slower at hidden 64.
 
-Both take four rows of the matrix per pass and update the four batch
-elements of the block in that pass (:func:`axpys4`): each row is loaded once
-for four elements, and each output once per four rows. This is 1.5-2x faster
-than one element at a time at hidden 64.
+Blocks of four made the products 1.5x faster than one element at a time.
 
 What makes the loops vectorise (checked in the LLVM IR, and measured):
 
-- no inner loop is a reduction, so none needs reassociation;
+- no inner loop but the backward's dot products is a reduction, so none
+  other needs reassociation;
 - every vectorised loop indexes from 0 (a gate's part of a row is taken as a
   view, ``a[H:2 * H]``): numba turns a signed index that may be negative into
   ``i + n``, and LLVM cannot vectorise ``a[j0 + j]`` with ``j0`` unknown;
@@ -44,14 +50,20 @@ the saved activations (``σ' = σ(1 - σ)``, ``tanh' = 1 - tanh²``), like the
 reference, so it is the exact derivative of what the forward computed up to
 the approximation of ``tanh'`` (the float32 tests bound the difference).
 
-``fastmath``: off. At the benchmark's sizes (hidden 64, batch 32, float32)
-``fastmath={"contract"}`` (fused multiply-adds) and full ``fastmath=True``
-changed the products' time by less than the run-to-run noise (within 5%):
-with no reductions there is nothing for reassociation to unlock, and the
-loops are bound by loads and stores rather than arithmetic. Without it the
-kernels round every operation as written, the same on every machine, and a
+``fastmath``: off, but for the backward's dot products. Measured at the
+benchmark's sizes (hidden 64, batch 32, float32): for the forward's axpy's
+and the elementwise loops, ``fastmath={"contract"}`` (fused multiply-adds) and
+full ``fastmath=True`` changed the time by less than the run-to-run noise
+(within 5%): with no reductions there is nothing for reassociation to unlock,
+and the loops are bound by loads and stores rather than arithmetic. Without
+it they round every operation as written, the same on every machine, and a
 NaN or inf propagates as IEEE says (``fastmath=True`` lets LLVM assume there
-are none).
+are none, so it is never used). The dot products take ``reassoc`` (the
+vectoriser sums in several partial sums, in an order fixed at compile time:
+deterministic run to run, possibly different across CPUs) and ``contract``:
+both only change rounding, at the level of a different summation order
+(the float64 tests hold them to 1e-10 of the reference), and neither touches
+NaN or inf.
 
 Threads: ``prange`` over the blocks, on torch's number of threads (numba's
 pool is capped to it), or on one thread for small problems (:func:`_run`).
@@ -72,6 +84,9 @@ RNN, LSTM, GRU, CFC = 0, 1, 2, 3
 SERIAL_BELOW = 1 << 18
 
 _JIT = dict(cache=True, error_model="numpy")
+# The backward's dot products (dots4, dots1) only: sums may be reassociated (vectorised) and
+# multiply-adds fused; no assumption about NaN or inf (see the module docstring).
+_DOT_MATH = {"reassoc", "contract"}
 
 
 # ---------------------------------------------------------------------------
@@ -203,6 +218,115 @@ def axpys(M, r0, r1, va, vb, vc, vd, pa, pb, pc, pd, nb):
         axpys1(M, r0, r1, vc, pc)
 
 
+@njit(error_model="numpy", cache=True, fastmath=_DOT_MATH)
+def dots4(MT, r0, r1, ga, gb, gc, gd, pa, pb, pc, pd):
+    """``p_e[k] += Σ_{r0 <= r < r1} MT[k, r] g_e[r]`` for four elements: four rows k at a time, sixteen
+    dot products whose running sums stay in registers (vectorised over r: needs reassociation)."""
+    K = MT.shape[0]
+    n = r1 - r0
+    ga, gb, gc, gd = ga[r0:r1], gb[r0:r1], gc[r0:r1], gd[r0:r1]
+    z = ga.dtype.type(0)
+    k = 0
+    while k + 4 <= K:
+        m0, m1, m2, m3 = MT[k, r0:r1], MT[k + 1, r0:r1], MT[k + 2, r0:r1], MT[k + 3, r0:r1]
+        a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = z
+        c0 = c1 = c2 = c3 = d0 = d1 = d2 = d3 = z
+        for r in range(n):
+            x0, x1, x2, x3 = m0[r], m1[r], m2[r], m3[r]
+            ya, yb, yc, yd = ga[r], gb[r], gc[r], gd[r]
+            a0 += x0 * ya
+            a1 += x1 * ya
+            a2 += x2 * ya
+            a3 += x3 * ya
+            b0 += x0 * yb
+            b1 += x1 * yb
+            b2 += x2 * yb
+            b3 += x3 * yb
+            c0 += x0 * yc
+            c1 += x1 * yc
+            c2 += x2 * yc
+            c3 += x3 * yc
+            d0 += x0 * yd
+            d1 += x1 * yd
+            d2 += x2 * yd
+            d3 += x3 * yd
+        pa[k] += a0
+        pa[k + 1] += a1
+        pa[k + 2] += a2
+        pa[k + 3] += a3
+        pb[k] += b0
+        pb[k + 1] += b1
+        pb[k + 2] += b2
+        pb[k + 3] += b3
+        pc[k] += c0
+        pc[k + 1] += c1
+        pc[k + 2] += c2
+        pc[k + 3] += c3
+        pd[k] += d0
+        pd[k + 1] += d1
+        pd[k + 2] += d2
+        pd[k + 3] += d3
+        k += 4
+    while k < K:
+        m0 = MT[k, r0:r1]
+        a0 = b0 = c0 = d0 = z
+        for r in range(n):
+            x0 = m0[r]
+            a0 += x0 * ga[r]
+            b0 += x0 * gb[r]
+            c0 += x0 * gc[r]
+            d0 += x0 * gd[r]
+        pa[k] += a0
+        pb[k] += b0
+        pc[k] += c0
+        pd[k] += d0
+        k += 1
+
+
+@njit(error_model="numpy", cache=True, fastmath=_DOT_MATH)
+def dots1(MT, r0, r1, g, p):
+    """:func:`dots4` for one element."""
+    K = MT.shape[0]
+    n = r1 - r0
+    g = g[r0:r1]
+    z = g.dtype.type(0)
+    k = 0
+    while k + 4 <= K:
+        m0, m1, m2, m3 = MT[k, r0:r1], MT[k + 1, r0:r1], MT[k + 2, r0:r1], MT[k + 3, r0:r1]
+        a0 = a1 = a2 = a3 = z
+        for r in range(n):
+            y = g[r]
+            a0 += m0[r] * y
+            a1 += m1[r] * y
+            a2 += m2[r] * y
+            a3 += m3[r] * y
+        p[k] += a0
+        p[k + 1] += a1
+        p[k + 2] += a2
+        p[k + 3] += a3
+        k += 4
+    while k < K:
+        m0 = MT[k, r0:r1]
+        a0 = z
+        for r in range(n):
+            a0 += m0[r] * g[r]
+        p[k] += a0
+        k += 1
+
+
+@njit(**_JIT)
+def dots(MT, r0, r1, ga, gb, gc, gd, pa, pb, pc, pd, nb):
+    """``p_e[k] += Σ_{r0 <= r < r1} MT[k, r] g_e[r]`` for the first ``nb`` of the four elements."""
+    if nb == 4:
+        dots4(MT, r0, r1, ga, gb, gc, gd, pa, pb, pc, pd)
+        return
+    dots1(MT, r0, r1, ga, pa)
+    if nb > 1:
+        dots1(MT, r0, r1, gb, pb)
+    if nb > 2:
+        dots1(MT, r0, r1, gc, pc)
+
+
 # ---------------------------------------------------------------------------
 # Whole sequences for a block of nb <= 4 batch elements b0 .. b0 + nb - 1.
 # xp, acts, g_pre: (B, T, G*H); hs, cs, g_hs, g_cs: (B, T, H); h0, c0: (B, H).
@@ -288,7 +412,7 @@ def forward_block(kind, xp, WT, WTn, h0, c0, hs, cs, acts, u, b0, nb):
 
 
 @njit(**_JIT)
-def backward_block(kind, Wr, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g_h0, g_c0, S, b0, nb):
+def backward_block(kind, WT, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g_h0, g_c0, S, b0, nb):
     """Backward through all steps; writes ``g_pre``, ``g_h0`` and (LSTM) ``g_c0`` of the block.
 
     ``S`` ``(4, 4, H)``: scratch, per element ∂L/∂h_t, the next one (∂L/∂h_{t-1}),
@@ -369,8 +493,7 @@ def backward_block(kind, Wr, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g
                     gk[j] = dh[j] * (one - af[j]) * (one - k * k)
         ga, gb, gc, gd = g_pre[b0, t], g_pre[b1, t], g_pre[b2, t], g_pre[b3, t]
         if kind == GRU:
-            # ∂L/∂(r ⊙ h) = W_nᵀ δpre_n
-            axpys(Wr, 2 * H, 3 * H, ga, gb, gc, gd, S[0, 3], S[1, 3], S[2, 3], S[3, 3], nb)
+            dots(WT, 2 * H, 3 * H, ga, gb, gc, gd, S[0, 3], S[1, 3], S[2, 3], S[3, 3], nb)   # W_nᵀ δpre_n
             for e in range(nb):
                 b = b0 + e
                 dh, dn, drh, gp, a = S[e, cur], S[e, nxt], S[e, 3], g_pre[b, t], acts[b, t]
@@ -386,7 +509,7 @@ def backward_block(kind, Wr, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g
                 for j in range(H):
                     dn[j] = dh[j] * az[j] + drh[j] * ar[j]
         r1 = 2 * H if kind == GRU else GH                           # δh_{t-1} += Σ_g W[g]ᵀ δpre_g
-        axpys(Wr, 0, r1, ga, gb, gc, gd, S[0, nxt], S[1, nxt], S[2, nxt], S[3, nxt], nb)
+        dots(WT, 0, r1, ga, gb, gc, gd, S[0, nxt], S[1, nxt], S[2, nxt], S[3, nxt], nb)
         cur = nxt
     for e in range(nb):
         b = b0 + e
@@ -415,14 +538,14 @@ def forward_kernel(kind, xp, WT, WTn, h0, c0, hs, cs, acts):
 
 
 @njit(parallel=True, **_JIT)
-def backward_kernel(kind, Wr, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g_h0, g_c0):
-    """``Wr`` ``(G*H, H)``: ``W`` with its gates' rows stacked; ``g_pre`` ``(B, T, G*H)``."""
+def backward_kernel(kind, WT, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g_h0, g_c0):
+    """``WT`` ``(H, G*H)`` as in :func:`forward_kernel`; ``g_pre`` ``(B, T, G*H)``."""
     B = acts.shape[0]
     H = h0.shape[1]
     for blk in prange((B + 3) // 4):
         b0 = 4 * blk
         S = np.empty((4, 4, H), dtype=acts.dtype)
-        backward_block(kind, Wr, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g_h0, g_c0, S, b0,
+        backward_block(kind, WT, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, g_h0, g_c0, S, b0,
                        min(4, B - b0))
 
 
@@ -474,7 +597,8 @@ def backward(kind, W, h0, c0, hs, cs, acts, g_hs, g_cs):
     g_h0 = torch.empty(B, H, dtype=acts.dtype)
     g_c0 = torch.empty(B, H, dtype=acts.dtype) if lstm else None
     has_gcs = lstm and g_cs is not None
-    _run(backward_kernel, 2 * B * T * G * H * H, B, KIND_CODES[kind], _np(W).reshape(G * H, H), _np(h0),
+    WT = W.detach().permute(2, 0, 1).reshape(H, G * H).contiguous()
+    _run(backward_kernel, 2 * B * T * G * H * H, B, KIND_CODES[kind], _np(WT), _np(h0),
          _np(c0 if lstm else h0), _np(hs), _np(cs if lstm else hs), _np(acts).reshape(B, T, G * H), _np(g_hs),
          _np(g_cs if has_gcs else g_hs), has_gcs, _np(g_pre).reshape(B, T, G * H), _np(g_h0),
          _np(g_c0 if lstm else g_h0))
