@@ -32,7 +32,13 @@ without copying and kernels are launched on torch's current stream
 ``NUMBA_ENABLE_CUDASIM=1`` CPU tensors are accepted and the kernels get NumPy
 views. Every kernel is compiled to PTX in the tests (:func:`kernel_signatures`);
 float32 kernels compute in float32 (``math.tanh``/``math.exp`` of a float32
-are ``tanhf``/``expf``).
+are ``tanhf``/``expf``). This backend has not yet been run on a real GPU (none
+was available when it was written): only in the simulator and through
+``compile_ptx``; ``tests/gpu/test_cells_gpu.py`` is ready for ``make test-gpu``.
+
+One block per batch element keeps a step's threads together (they meet at
+``syncthreads`` every step) but leaves most of a GPU idle for small batches;
+the CPU kernel's blocks of four elements have no counterpart here.
 """
 import math
 
