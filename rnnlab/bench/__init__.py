@@ -18,6 +18,9 @@ Benchmarks (:data:`BENCHMARKS`):
 ``memory``  :mod:`rnnlab.bench.memory`: :func:`rnnlab.neural_memory` (stack,
           queue, deque) against autograd through its torch reference, and the
           bytes saved for backward against a copy-per-step implementation.
+``cells``  :mod:`rnnlab.bench.cells`: :func:`rnnlab.kernels.recurrent_cell` (RNN,
+          LSTM, GRU, CfC) against autograd through its torch reference and
+          ``torch.nn.RNN/LSTM/GRU``, forward+backward with the input projection.
 
 From Python (what the book does, with small sizes)::
 
@@ -54,6 +57,7 @@ BENCHMARKS = {
     "lds": "rnnlab.bench.lds",
     "scan-plain": "rnnlab.bench.scan_plain",
     "memory": "rnnlab.bench.memory",
+    "cells": "rnnlab.bench.cells",
 }
 
 #: Where results go by default (relative to the working directory; git-ignored in the repository).

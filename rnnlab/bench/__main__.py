@@ -19,10 +19,6 @@ import sys
 from . import BENCHMARKS, default_json_path, load, positive_int, write_json
 from .timing import CpuMonitor, busy_warning, keep_freed_memory, machine_info
 
-# recurrent_cell's benchmark (rnnlab.bench.cells), registered here; its place is rnnlab.bench.BENCHMARKS
-# beside the others (setdefault: nothing changes once it is listed there).
-BENCHMARKS.setdefault("cells", "rnnlab.bench.cells")
-
 
 def build_parser():
     """The parser, with one subcommand per entry of :data:`rnnlab.bench.BENCHMARKS`."""
