@@ -161,6 +161,22 @@ def test_forward_equals_steps_and_reference(kind, rank, sparsity):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_default_backend_is_the_cpu_kernel_and_matches_the_reference(kind):
+    torch.manual_seed(0)
+    fast = CELLS[kind](4, 6, rank=3, sparsity=0.3, seed=5).double()
+    assert fast.backend == "auto"
+    ref = CELLS[kind](4, 6, rank=3, sparsity=0.3, seed=5, backend="torch").double()
+    x = torch.randn(3, 9, 4, dtype=torch.float64)
+    out_fast, _ = fast(x)
+    out_ref, _ = ref(x)
+    torch.testing.assert_close(out_fast, out_ref)
+    out_fast.square().sum().backward()
+    out_ref.square().sum().backward()
+    for (name, a), b in zip(fast.named_parameters(), ref.parameters()):
+        torch.testing.assert_close(a.grad, b.grad, msg=name)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_state_continues_a_sequence(kind):
     model = CELLS[kind](3, 4, rank=2, sparsity=0.2, backend="torch", seed=0).double()
     x = torch.randn(2, 6, 3, dtype=torch.float64)
@@ -187,9 +203,10 @@ def test_batch_first_false_and_unbatched(kind):
 
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("rank", [None, 2])
-def test_masked_entries_stay_zero_in_training(kind, rank):
+@pytest.mark.parametrize("backend", ["torch", "cpu"])
+def test_masked_entries_stay_zero_in_training(kind, rank, backend):
     torch.manual_seed(0)
-    model = CELLS[kind](3, 8, rank=rank, sparsity=0.5, backend="torch", seed=2).double()
+    model = CELLS[kind](3, 8, rank=rank, sparsity=0.5, backend=backend, seed=2).double()
     opt = torch.optim.Adam(model.parameters(), lr=0.05)
     x = torch.randn(4, 5, 3, dtype=torch.float64)
     for _ in range(3):
