@@ -88,6 +88,8 @@ test-gpu: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider tests/gpu
 	$(PY) -m rnnlab.bench scan --backends cuda
 	$(PY) -m rnnlab.bench lds --devices cuda
+	$(PY) -m rnnlab.bench memory --backends cuda
+	$(PY) -m rnnlab.bench cells --backends cuda
 
 bench: $(STAMP)
 	$(PY) -m rnnlab.bench scan
