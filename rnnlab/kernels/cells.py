@@ -22,27 +22,13 @@ from torch.autograd.function import once_differentiable
 
 from . import cells_torch
 from .cells_torch import GATES, KINDS
-from .scan import cuda_simulator_enabled
+from .dispatch import resolve_backend
 
 DTYPES = (torch.float32, torch.float64)
-BACKENDS = ("auto", "torch", "cpu", "cuda")
 
 
 def _backend_module(name):
     return importlib.import_module(f"rnnlab.kernels.cells_{name}")
-
-
-def _resolve_backend(device, backend, name):
-    if backend not in BACKENDS:
-        raise ValueError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "auto":
-        return "cuda" if device.type == "cuda" else "cpu"
-    if backend == "cpu" and device.type == "cuda":
-        raise ValueError(f"{name}: backend='cpu' needs CPU tensors, got {device}; use backend='cuda' or 'auto'")
-    if backend == "cuda" and device.type != "cuda" and not cuda_simulator_enabled():
-        raise ValueError(f"{name}: backend='cuda' needs CUDA tensors, got {device}; use backend='cpu' or 'auto', "
-                         "or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
-    return backend
 
 
 def check_kind(kind, name):
@@ -87,7 +73,7 @@ def _check_inputs(kind, xp, W, h0, c0, backend):
             raise TypeError(f"{name}: {arg} has dtype {x.dtype} but xp has {xp.dtype}; they must match")
         if x.device != xp.device:
             raise ValueError(f"{name}: {arg} is on {x.device} but xp is on {xp.device}; they must be on one device")
-    return _resolve_backend(xp.device, backend, name)
+    return resolve_backend(xp.device, backend, name)
 
 
 class RecurrentCellFunction(torch.autograd.Function):

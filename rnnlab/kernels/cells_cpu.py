@@ -70,11 +70,12 @@ pool is capped to it), or on one thread for small problems (:func:`_run`).
 """
 import math
 
-import numba
 import numpy as np
 import torch
 from numba import njit, prange, types
 from numba.extending import overload
+
+from .dispatch import as_numpy, run_parallel
 
 KIND_CODES = {"rnn": 0, "lstm": 1, "gru": 2, "cfc": 3}
 RNN, LSTM, GRU, CFC = 0, 1, 2, 3
@@ -554,24 +555,11 @@ def backward_kernel(kind, WT, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, 
 # ---------------------------------------------------------------------------
 
 def _np(t):
-    """A NumPy view of a CPU tensor (a copy only if it is not contiguous)."""
-    if t.is_contiguous():
-        return t.detach().numpy()
-    return t.detach().contiguous().numpy()
+    return as_numpy(t)
 
 
 def _run(kernel, work, B, *args):
-    """Call ``kernel(*args)`` on torch's number of threads, or on one for small problems."""
-    current = numba.get_num_threads()
-    threads = 1 if (work < SERIAL_BELOW or B == 1) else min(current, torch.get_num_threads(), B)
-    if threads == current:
-        kernel(*args)
-        return
-    numba.set_num_threads(threads)      # thread-local; restored below
-    try:
-        kernel(*args)
-    finally:
-        numba.set_num_threads(current)
+    run_parallel(kernel, work, B, SERIAL_BELOW, *args)
 
 
 def forward(kind, xp, W, h0, c0):

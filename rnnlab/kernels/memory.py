@@ -24,11 +24,10 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from .memory_torch import HEADS, values_buffer, values_grad
-from .scan import cuda_simulator_enabled
+from .dispatch import resolve_backend
 
 KINDS = ("stack", "queue", "deque")
 DTYPES = (torch.float32, torch.float64)
-BACKENDS = ("auto", "torch", "cpu", "cuda")
 
 
 def _backend_module(name):
@@ -96,7 +95,7 @@ def _check_inputs(kind, v, d, u, backend):
         if x.device != v.device:
             raise ValueError(f"{name}: {arg} is on {x.device} but v is on {v.device}; they must be on one device")
     check_controls(d, u, ("d", "u"), name)
-    return _resolve_device_backend(v.device, backend, name)
+    return resolve_backend(v.device, backend, name)
 
 
 # ---------------------------------------------------------------------------
@@ -274,19 +273,6 @@ class _MemoryStep(torch.autograd.Function):
                 g_prev if ctx.needs_input_grad[3] else None, None, None)
 
 
-def _resolve_device_backend(device, backend, name):
-    if backend not in BACKENDS:
-        raise ValueError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "auto":
-        return "cuda" if device.type == "cuda" else "cpu"
-    if backend == "cpu" and device.type == "cuda":
-        raise ValueError(f"{name}: backend='cpu' needs CPU tensors, got {device}; use backend='cuda' or 'auto'")
-    if backend == "cuda" and device.type != "cuda" and not cuda_simulator_enabled():
-        raise ValueError(f"{name}: backend='cuda' needs CUDA tensors, got {device}; use backend='cpu' or 'auto', "
-                         "or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
-    return backend
-
-
 def _positive_int(x, arg, name):
     if isinstance(x, bool) or not isinstance(x, int):
         raise TypeError(f"{name}: {arg} must be an int, got {type(x).__name__}")
@@ -357,7 +343,7 @@ class NeuralMemory:
         if dtype not in DTYPES:
             raise TypeError(f"{name}: dtype must be torch.float32 or torch.float64, got {dtype}")
         device = torch.device(device)
-        self.backend = _resolve_device_backend(device, backend, name)
+        self.backend = resolve_backend(device, backend, name)
         self.kind, self.heads = kind, H
         self.batch_size, self.max_steps, self.value_size = B, T, m
         self.dtype, self.device = dtype, device

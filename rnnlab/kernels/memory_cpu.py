@@ -30,10 +30,11 @@ only the row pushed at the far end of the read is checked for the tie
 Constants are typed like the arrays (``dtype.type(0)``), so float32 kernels
 compute in float32; ``fastmath`` stays off.
 """
-import numba
 import numpy as np
 import torch
 from numba import njit, prange
+
+from .dispatch import as_numpy, run_parallel
 
 KIND_CODES = {"stack": 0, "queue": 1, "deque": 2}
 STACK, QUEUE, DEQUE = 0, 1, 2
@@ -303,24 +304,11 @@ def step_backward_serial(kind, t, T, s_prev, s, V, d, u, gr, gs, gV, gd, gu):
 # ---------------------------------------------------------------------------
 
 def _np(t):
-    """A NumPy view of a CPU tensor (a copy only if it is not contiguous)."""
-    if t.is_contiguous():
-        return t.detach().numpy()
-    return t.detach().contiguous().numpy()
+    return as_numpy(t)
 
 
 def _run(kernel, work, B, *args):
-    """Call ``kernel(*args)`` on torch's number of threads, or on one for small problems."""
-    current = numba.get_num_threads()
-    threads = 1 if (work < SERIAL_BELOW or B == 1) else min(current, torch.get_num_threads(), B)
-    if threads == current:
-        kernel(*args)
-        return
-    numba.set_num_threads(threads)      # thread-local; restored below
-    try:
-        kernel(*args)
-    finally:
-        numba.set_num_threads(current)
+    run_parallel(kernel, work, B, SERIAL_BELOW, *args)
 
 
 def forward(kind, V, d, u):

@@ -126,7 +126,6 @@ class _Machine:
         """Apply one parallel step: every combine and copy reads, then all write."""
         combines = list(combines)
         copies = list(copies)
-        new_a, new_b = [], []
         if combines:
             first, second, dest = (np.array(c) for c in zip(*combines))
             ca, cb = combine((self.a[first], self.b[first]), (self.a[second], self.b[second]))
