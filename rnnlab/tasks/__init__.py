@@ -1,5 +1,14 @@
 """Tasks: data for the book's experiments (copying memory, transduction, sequential images, control)."""
 from .copy_memory import copy_memory, copy_memory_baseline, copy_memory_loss, recall_accuracy  # noqa: F401
+from .images import (  # noqa: F401
+    IMAGE_DATASETS,
+    ImageSequenceInfo,
+    SequentialImages,
+    image_permutation,
+    permutation_hash,
+    sequential_image_splits,
+    sequential_images,
+)
 from .transduction import (  # noqa: F401
     BOS,
     EOS,

