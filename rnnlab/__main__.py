@@ -7,6 +7,8 @@ Commands:
         copy-memory           the copying-memory experiment (Kaul 2020's LDS)
         transduction          stack/queue/deque LSTMs and Deep LSTMs on transduction tasks
                               (Grefenstette et al. 2015)
+        combo-net             Sparse and SVD Combo Nets (RNNs of RNNs) on sequential images
+                              (Kozachkov et al. 2022)
     grade SUBMISSIONS/        grade a folder of submitted notebooks into a CSV
                               and one feedback file per student (rnnlab.grade)
 
@@ -24,6 +26,9 @@ TRAIN_TASKS = {
     "transduction": ("rnnlab.experiments.transduction",
                      "transduction (copy, reversal, bigram flip, ITGs) with neural stacks, queues, deques "
                      "and Deep LSTMs (Grefenstette et al. 2015)"),
+    "combo-net": ("rnnlab.experiments.combo_net",
+                  "Sparse and SVD Combo Nets (stable RNNs of RNNs) on sequential and permuted sequential images "
+                  "(Kozachkov et al. 2022)"),
 }
 
 
