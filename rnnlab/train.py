@@ -36,6 +36,13 @@ What it promises:
   With ``resume=True`` an existing checkpoint is picked up where it stopped,
   and the run continues exactly as if it had never stopped: same batches, same
   random numbers, same parameters.
+- **One run per checkpoint**: while a run trains, ``<checkpoint>.lock`` holds
+  its process id; a second ``train`` on the same checkpoint, while that
+  process lives, is refused (two runs writing one checkpoint would overwrite
+  each other's progress). A lock left by a process that is gone is taken over.
+- **Stopping**: ``SIGTERM`` (``kill PID``) is treated like Ctrl-C: the run
+  saves and stops. (A job started in the background of a non-interactive
+  shell ignores ``SIGINT``; ``kill`` reaches it.)
 - **Seeding**: ``seed`` fixes the batch order and seeds torch's global RNG at
   the start (dropout and the like). Seed the model's initialisation yourself
   before building it.
@@ -44,6 +51,8 @@ What it promises:
 import json
 import math
 import os
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -186,6 +195,56 @@ def evaluate(model, data, loss_fn, metrics=None, batch_size=256, device=None):
     return {k: v / count for k, v in sums.items()}
 
 
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # alive, owned by someone else
+        return True
+    return True
+
+
+def _take_lock(checkpoint):
+    """Write our pid to ``<checkpoint>.lock``; refuse if another live process holds it. Returns the path."""
+    lock = checkpoint + ".lock"
+    try:
+        with open(lock) as f:
+            other = int(f.read().strip() or 0)
+    except (FileNotFoundError, ValueError):
+        other = 0
+    if other and other != os.getpid() and _pid_alive(other):
+        raise RuntimeError(f"train: another process (pid {other}) is training into {checkpoint}; two runs writing "
+                           f"one checkpoint would overwrite each other's progress. Stop it first (kill {other} "
+                           f"saves and stops it), or remove {lock} if that process is not a training run.")
+    os.makedirs(os.path.dirname(os.path.abspath(lock)), exist_ok=True)
+    with open(lock, "w") as f:
+        f.write(str(os.getpid()))
+    return lock
+
+
+def _release_lock(lock):
+    try:
+        with open(lock) as f:
+            mine = f.read().strip() == str(os.getpid())
+        if mine:
+            os.remove(lock)
+    except (FileNotFoundError, ValueError):
+        pass
+
+
+def _sigterm_as_interrupt():
+    """Make SIGTERM raise KeyboardInterrupt (saved like Ctrl-C); returns the previous handler, or None if
+    not in the main thread (where only signals can be handled)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
 def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, scheduler=None, metrics=None,
           steps_per_epoch=None, drop_last=True, eval_data=None, eval_every=1, eval_batch_size=None,
           checkpoint=None, checkpoint_every=None, resume=True, metrics_file=None, seed=0, device="auto",
@@ -326,6 +385,8 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
     status = "completed"
     stepping = False
     model.train()
+    lock = _take_lock(os.fspath(checkpoint)) if checkpoint is not None else None
+    previous_sigterm = _sigterm_as_interrupt()
     try:
         while epoch < epochs:
             get = _batches(data, n, seed, epoch, batch_size, steps)
@@ -410,6 +471,10 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
     finally:
         if bar is not None:
             bar.close()
+        if previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, previous_sigterm)
+        if lock is not None:
+            _release_lock(lock)
     if status != "completed":
         save()
     return TrainResult(model=model, history=history, epoch=epoch, step=step, status=status,

@@ -83,6 +83,45 @@ def test_ctrl_c_saves_and_resumes_exactly(tmp_path):
     _assert_same_run(full, _run(str(tmp_path / "ki")))
 
 
+def test_sigterm_saves_like_ctrl_c_and_the_handler_is_restored(tmp_path):
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    full = _run(str(tmp_path / "full"))
+
+    def terminate(record):
+        if record["step"] == 8:
+            os.kill(os.getpid(), signal.SIGTERM)          # what `kill PID` sends
+    with pytest.raises(KeyboardInterrupt):
+        _run(str(tmp_path / "term"), callback=terminate)
+    assert signal.getsignal(signal.SIGTERM) is before
+    state = load_checkpoint(str(tmp_path / "term" / "ckpt.pt"))
+    assert state["step"] == 8
+    assert not os.path.exists(str(tmp_path / "term" / "ckpt.pt.lock"))
+    _assert_same_run(full, _run(str(tmp_path / "term")))
+
+
+def test_a_second_process_on_the_same_checkpoint_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    lock = folder / "ckpt.pt.lock"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(str(other.pid))
+        with pytest.raises(RuntimeError, match=f"another process \\(pid {other.pid}\\) is training into"):
+            _run(str(folder), epochs=1)
+        assert not (folder / "ckpt.pt").exists()           # nothing was written
+    finally:
+        other.kill()
+        other.wait()
+    # the process is gone: its stale lock is taken over, and released at the end
+    result = _run(str(folder), epochs=1)
+    assert result.completed and not lock.exists()
+
+
 def test_max_steps_stops_resumably(tmp_path):
     full = _run(str(tmp_path / "full"))
     part = _run(str(tmp_path / "part"), max_steps=7)
