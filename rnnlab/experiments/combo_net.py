@@ -40,7 +40,6 @@ writes ``evaluation.json``: the test accuracy and loss, the checkpoint's step an
 completed, the config and the test split's metadata.
 """
 import argparse
-import json
 import os
 import time
 
@@ -50,6 +49,7 @@ import torch.nn.functional as F
 from .. import train as _train
 from ..models.combo import SparseComboNet, SVDComboNet
 from ..tasks.images import sequential_image_splits
+from .run_folder import prepare_run_folder, write_json
 
 __all__ = ["PAPER", "NETS", "DATASETS", "Unconstrained", "make_model", "trainable_parameters", "batch_fn",
            "evaluate_split", "run", "evaluate_run", "add_arguments", "main"]
@@ -177,13 +177,6 @@ def evaluate_split(model, dataset, batch_size=EVAL_BATCH, device=None):
     return {"loss": loss / n, "accuracy": correct / n, "samples": n}
 
 
-def _write_json(path, obj):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
-
-
 def _splits(config, root=None, download=False):
     return sequential_image_splits(config["dataset"], order=config["order"], permute=config["permute"],
                                    permutation_seed=config["permutation_seed"], limit=config["limit"],
@@ -259,18 +252,7 @@ def run(net=PAPER["net"], modules=PAPER["modules"], module_size=PAPER["module_si
                   data={k: s.info.to_dict(include_permutation=False) for k, s in splits.items() if s is not None})
     if net == "sparse":
         config.update(acceptance_rate=model.acceptance_rate, metric_sources=model.metric_sources)
-    checkpoint = metrics_file = None
-    if out is not None:
-        os.makedirs(out, exist_ok=True)
-        checkpoint = os.path.join(out, "checkpoint.pt")
-        metrics_file = os.path.join(out, "metrics.json")
-        if resume and os.path.exists(checkpoint):
-            old = _train.load_checkpoint(checkpoint)["config"]
-            diff = {k: (old.get(k), config[k]) for k in SIGNATURE_KEYS if old.get(k) != config[k]}
-            if diff:
-                raise ValueError(f"run: {checkpoint} was written by a different run (checkpoint vs now: {diff}); "
-                                 "use another --out or --no-resume")
-        _write_json(os.path.join(out, "config.json"), config)
+    checkpoint, metrics_file = prepare_run_folder(out, config, SIGNATURE_KEYS, resume)
 
     def eval_fn(model_, record):
         val = evaluate_split(model_, val_set, eval_batch_size)
@@ -442,7 +424,7 @@ def main(args):
         except FileNotFoundError as e:
             raise SystemExit(f"combo-net: {e}") from None
         path = args.json or os.path.join(out, "evaluation.json")
-        _write_json(path, result)
+        write_json(path, result)
         print(f"combo-net {result['run_config']['net']} at step {result['step']} (epoch {result['epoch']}"
               f"{'' if result['completed'] else ', not completed'}): test accuracy {result['accuracy']:.4f} "
               f"on {result['samples']} examples; wrote {path}")

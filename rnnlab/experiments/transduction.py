@@ -45,6 +45,7 @@ from .. import train as _train
 from ..models.memory_lstm import KINDS, DeepLSTM, MemoryLSTM, count_parameters
 from ..tasks.transduction import (IGNORE_INDEX, TASKS, joint_sequences, transduction, transduction_accuracy,
                                   transduction_vocab)
+from .run_folder import prepare_run_folder, write_json
 
 __all__ = ["PAPER", "MODELS", "make_model", "batch_stream", "transduction_loss", "decode_metrics",
            "perplexity", "run", "evaluate_run", "add_arguments", "main", "derived_seed"]
@@ -135,13 +136,6 @@ def _split_sets(task, n, lengths, vocab, seed):
     return transduction(task, n, lengths[0], lengths[1], vocab, seed=seed)
 
 
-def _write_json(path, obj):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
-
-
 def _model_config(config):
     return dict(model=config["model"], n_source=config["n_source"], n_target=config["n_target"],
                 hidden=config["hidden"], values=config["values"], layers=config["layers"],
@@ -198,18 +192,7 @@ def run(task=PAPER["task"], model=PAPER["model"], layers=1, hidden=PAPER["hidden
                   test_lengths=list(test_lengths), seed=seed, backend=backend,
                   memory_backend=_memory_backend(net), parameters=count_parameters(net),
                   threads=torch.get_num_threads())
-    checkpoint = metrics_file = None
-    if out is not None:
-        os.makedirs(out, exist_ok=True)
-        checkpoint = os.path.join(out, "checkpoint.pt")
-        metrics_file = os.path.join(out, "metrics.json")
-        if resume and os.path.exists(checkpoint):
-            old = _train.load_checkpoint(checkpoint)["config"]
-            diff = {k: (old.get(k), config[k]) for k in SIGNATURE_KEYS if old.get(k) != config[k]}
-            if diff:
-                raise ValueError(f"run: {checkpoint} was written by a different run (checkpoint vs now: {diff}); "
-                                 "use another --out or --no-resume")
-        _write_json(os.path.join(out, "config.json"), config)
+    checkpoint, metrics_file = prepare_run_folder(out, config, SIGNATURE_KEYS, resume)
 
     eval_set = _split_sets(task, eval_samples, train_lengths, vocab, derived_seed(seed, 1)) if eval_samples else None
 
@@ -245,7 +228,7 @@ def run(task=PAPER["task"], model=PAPER["model"], layers=1, hidden=PAPER["hidden
             with open(metrics_file) as f:
                 saved = json.load(f)
             saved["test"] = test
-            _write_json(metrics_file, saved)
+            write_json(metrics_file, saved)
     return result
 
 
@@ -344,7 +327,7 @@ def main(args):
     if args.evaluate:
         result = evaluate_run(out, args.fresh_samples, args.fresh_seed, device=_train.resolve_device(args.device))
         path = args.json or os.path.join(out, "evaluation.json")
-        _write_json(path, result)
+        write_json(path, result)
         summary = {k: {m: round(v, 4) for m, v in result[k].items() if m in ("coarse", "fine", "perplexity")}
                    for k in ("train_lengths", "test_lengths")}
         print(f"transduction {result['run_config']['task']} {result['run_config']['model']} at step "
