@@ -476,14 +476,15 @@ class _ComboNet(nn.Module):
         W = self.recurrent_weight().to(input.dtype)
         L = self.feedback().to(input.dtype)
         phi = _TORCH_ACT[self.activation]
-        u = input @ self.weight_ih.T + self.bias_ih
+        # unbind, not u[:, t]: the backward of T selects would build T zero tensors of u's full size (O(T^2))
+        us = (input @ self.weight_ih.T + self.bias_ih).unbind(1)
         keep = self.output_size is None or self.readout == "all"
         states = []
         for t in range(T):
             if self.form == "x":
-                f = -h + phi(h) @ W.T + h @ L.T + u[:, t]
+                f = -h + phi(h) @ W.T + h @ L.T + us[t]
             else:
-                f = -h + phi(h @ W.T + u[:, t]) + h @ L.T
+                f = -h + phi(h @ W.T + us[t]) + h @ L.T
             h = h + self.alpha * f
             if keep:
                 states.append(h)

@@ -154,10 +154,10 @@ def rnn_reference(x, A, B, nonlinearity="tanh", h0=None):
     rho, _ = deviation(nonlinearity)
     Bsz, T, _ = x.shape
     s = x.new_zeros(Bsz, A.shape[0]) if h0 is None else h0
-    drive = x @ B.t()
+    drive = (x @ B.t()).unbind(1)
     out = []
     for t in range(T):
-        s = rho(s @ A.t()) + drive[:, t]
+        s = rho(s @ A.t()) + drive[t]
         out.append(s)
     return torch.stack(out, 1)
 
@@ -179,9 +179,9 @@ def modal_rnn_reference(lam, drive, h0=None):
     """
     Bsz, T, N = drive.shape
     s = drive.new_zeros(Bsz, N) if h0 is None else h0
-    out = []
+    out, drive = [], drive.unbind(1)
     for t in range(T):
-        s = squash(lam * s) + drive[:, t]
+        s = squash(lam * s) + drive[t]
         out.append(s)
     return torch.stack(out, 1)
 
@@ -245,13 +245,14 @@ class LDStackExact(nn.Module):
         Bsz, T, _ = x.shape
         n = self.hidden_size
         s0 = x.new_zeros(Bsz, n) if h0 is None else h0
-        drive = x @ self.B.t()
+        drive = (x @ self.B.t()).unbind(1)  # unbind: no O(T^2) select backward
         layers, p = [], None
         for _ in range(depth):
             s, out = s0, []
+            ps = None if p is None else p.unbind(1)
             for t in range(T):
                 As = s @ self.A.t()
-                s = (As if p is None else p[:, t] * As) + drive[:, t]
+                s = (As if ps is None else ps[t] * As) + drive[t]
                 out.append(s)
             states = torch.stack(out, 1)
             layers.append(states)

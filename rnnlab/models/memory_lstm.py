@@ -86,8 +86,8 @@ class _Transducer(nn.Module):
         x = self.embedding(inputs)
         state = self._start(B, L)
         outs = []
-        for t in range(L):
-            o, state = self._step(x[:, t], state)
+        for x_t in x.unbind(1):  # unbind: T selects would each build a zero tensor of x's size in backward
+            o, state = self._step(x_t, state)
             outs.append(o)
         return torch.stack(outs, 1)
 
