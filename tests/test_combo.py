@@ -76,6 +76,31 @@ def test_forward_is_the_euler_step_of_equation_2():
     assert torch.allclose(h, expect)
 
 
+@pytest.mark.parametrize("sizes", [[4, 4, 4], [3, 5]])
+@pytest.mark.parametrize("form", ["x", "y"])
+@pytest.mark.parametrize("constraint", ["on", "off"])
+def test_forward_equals_a_dense_loop(sizes, form, constraint):
+    """The batched per-module product (equal sizes) and the dense one (unequal) against the plain loop."""
+    torch.manual_seed(1)
+    net = SparseComboNet(2, sizes, None, seed=3, b_std=0.2, alpha=0.3, form=form, constraint=constraint,
+                         dtype=torch.float64)
+    assert (net.module_blocks() is None) == (len(set(sizes)) > 1)
+    x = torch.randn(3, 5, 2, dtype=torch.float64)
+    W, L = net.recurrent_weight(), net.feedback()
+    if constraint == "off":
+        assert torch.equal(L, net.B())
+    h = torch.zeros(3, sum(sizes), dtype=torch.float64)
+    states = []
+    for t in range(5):
+        u = x[:, t] @ net.weight_ih.T + net.bias_ih
+        f = (-h + torch.relu(h) @ W.T + h @ L.T + u if form == "x"
+             else -h + torch.relu(h @ W.T + u) + h @ L.T)
+        h = h + 0.3 * f
+        states.append(h)
+    seq, last = net(x)
+    assert torch.allclose(seq, torch.stack(states, 1), atol=1e-13) and torch.allclose(last, h, atol=1e-13)
+
+
 def test_gradients_reach_the_trained_parameters():
     net = SVDComboNet(2, [3, 3], 2)
     y, _ = net(torch.randn(4, 5, 2))

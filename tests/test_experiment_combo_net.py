@@ -102,7 +102,16 @@ def test_constraint_off_is_the_unconstrained_control():
     off = exp.make_model("sparse", 8, 10, modules=2, module_size=8, seed=2, b_std=0.1, constraint="off")
     assert torch.equal(on.b_free, off.b_free) and torch.equal(on.weight_hh, off.weight_hh)
     assert torch.equal(off.feedback(), off.B()) and not torch.allclose(on.feedback(), on.B())
-    assert on.verify_contraction()["holds"] and not off.verify_contraction()["holds"]
+    on_info, off_info = on.verify_contraction(), off.verify_contraction()
+    assert on_info["holds"] and on_info["skew_residual"] < 1e-12 and on_info["feedback_sym_max"] == 0
+    # without the constraint L is not skew in M; M still certifies the net while the symmetric part of
+    # M^1/2 L M^-1/2 stays below the modules' rate (small B), and no longer once B is large
+    assert off_info["skew_residual"] > 0.1 and off_info["feedback_sym_max"] > 0
+    assert off_info["rate_with_feedback"] == pytest.approx(off_info["rate"] - off_info["feedback_sym_max"])
+    assert off_info["holds"] == (off_info["rate_with_feedback"] > 0)
+    big = exp.make_model("sparse", 8, 10, modules=2, module_size=8, seed=2, b_std=3.0, constraint="off")
+    assert not big.verify_contraction()["holds"] and big.verify_contraction()["euler_alpha_bound"] == 0
+    assert exp.make_model("sparse", 8, 10, modules=2, module_size=8, seed=2, b_std=3.0).certificate["holds"]
     svd_off = exp.make_model("svd", 8, 10, modules=2, module_size=8, constraint="off", blocks="all")
     assert torch.equal(svd_off.feedback(), svd_off.B()) and svd_off.b_free.numel() == 2 * 8 * 8
     x = torch.randn(3, 4, 8)

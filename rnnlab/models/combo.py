@@ -385,11 +385,21 @@ def sparse_combo_net_num_params(num_modules: int, module_size: int, input_size: 
 # the networks
 # --------------------------------------------------------------------------- #
 class _ComboNet(nn.Module):
-    """Shared Euler integration of equation (2) for both combo nets."""
+    """Shared Euler integration of equation (2) for both combo nets.
+
+    ``constraint="on"`` (default) is the paper's feedback ``L = B - M^{-1} B^T M``; ``constraint="off"`` is
+    its control (appendix D.3, E.2): ``L = B`` (masked like ``B``), with no certificate. Then
+    :meth:`verify_contraction` measures the actual ``L`` (``holds`` is False as soon as ``B != 0``). With
+    ``lower_only=True`` an unconstrained ``L`` is block lower-triangular, a cascade of contracting modules,
+    which contracts in *some* metric (not ``M``); ``lower_only=False`` removes that too.
+    """
 
     def __init__(self, input_size, hidden_sizes, output_size, *, activation, alpha, lower_only,
-                 form, readout, b_std, dtype):
+                 form, readout, b_std, dtype, constraint="on"):
         super().__init__()
+        if constraint not in ("on", "off"):
+            raise ValueError(f"constraint must be 'on' (L = B - M^-1 B^T M) or 'off' (L = B), got {constraint!r}")
+        self.constraint = constraint
         if isinstance(input_size, bool) or not isinstance(input_size, (int, np.integer)) or input_size < 1:
             raise ValueError(f"input_size must be a positive int, got {input_size!r}")
         if output_size is not None and (not isinstance(output_size, (int, np.integer)) or output_size < 1):
@@ -444,9 +454,38 @@ class _ComboNet(nn.Module):
     def recurrent_weight(self) -> torch.Tensor:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def feedback(self) -> torch.Tensor:
-        """``L = B - M^{-1} B^T M`` (equation 3) with the block-diagonal metric."""
-        return feedback_matrix(self.B(), self.metric_diag().to(self.b_free.dtype))
+    def feedback(self, dtype=None) -> torch.Tensor:
+        """``L = B - M^{-1} B^T M`` (equation 3) with the block-diagonal metric; ``B`` itself when
+        ``constraint="off"``. ``dtype`` (default: the parameters') is the type it is computed in."""
+        dtype = self.b_free.dtype if dtype is None else dtype
+        B = self.B().to(dtype)
+        if self.constraint == "off":
+            return B
+        return feedback_matrix(B, self.metric_diag().to(dtype))
+
+    def module_blocks(self):
+        """The modules' weights stacked ``(p, s, s)`` when all modules have one size ``s``, else None.
+
+        The forward pass multiplies by the block-diagonal ``W`` as ``p`` small products (a batched matmul),
+        ``p`` times fewer operations than the dense ``(n, n)`` product.
+        """
+        if len(set(self.hidden_sizes)) != 1:
+            return None
+        W = self.recurrent_weight()
+        return torch.stack([W[sl, sl] for sl in self._blocks()])
+
+    def _recurrent_product(self):
+        """``x -> x W^T`` for ``x (B, n)``: batched over the modules when they have one size."""
+        blocks = self.module_blocks()
+        if blocks is None:
+            Wt = self.recurrent_weight().T
+            return lambda x: x @ Wt
+        p, s = blocks.shape[0], blocks.shape[1]
+        Wt = blocks.transpose(1, 2)  # (p, s, s): module k maps x_k -> x_k W_k^T
+
+        def product(x):
+            return torch.bmm(x.reshape(-1, p, s).transpose(0, 1), Wt).transpose(0, 1).reshape(x.shape)
+        return product
 
     def forward(self, input: torch.Tensor, h0: torch.Tensor | None = None):
         """Run the network over a batch of sequences.
@@ -473,7 +512,7 @@ class _ComboNet(nn.Module):
             if tuple(h0.shape) != (Bsz, n):
                 raise ValueError(f"h0 must have shape ({Bsz}, {n}), got {tuple(h0.shape)}")
             h = h0
-        W = self.recurrent_weight().to(input.dtype)
+        Wx = self._recurrent_product()
         L = self.feedback().to(input.dtype)
         phi = _TORCH_ACT[self.activation]
         # unbind, not u[:, t]: the backward of T selects would build T zero tensors of u's full size (O(T^2))
@@ -482,9 +521,9 @@ class _ComboNet(nn.Module):
         states = []
         for t in range(T):
             if self.form == "x":
-                f = -h + phi(h) @ W.T + h @ L.T + us[t]
+                f = -h + Wx(phi(h)) + h @ L.T + us[t]
             else:
-                f = -h + phi(h @ W.T + us[t]) + h @ L.T
+                f = -h + phi(Wx(h) + us[t]) + h @ L.T
             h = h + self.alpha * f
             if keep:
                 states.append(h)
@@ -498,7 +537,7 @@ class _ComboNet(nn.Module):
     @torch.no_grad()
     def _skew_residual(self) -> float:
         m = self.metric_diag().double()
-        L = feedback_matrix(self.B().double(), m)
+        L = self.feedback(torch.float64)
         R = m[:, None] * L + (m[:, None] * L).T
         scale = float((m[:, None] * L).abs().max()) or 1.0
         return float(R.abs().max()) / scale
@@ -508,36 +547,47 @@ class _ComboNet(nn.Module):
 
         ``module_rates``: each module's certified rate in its metric;
         ``rate``: their minimum, the assembly's rate (Corollary 1, ``tau = 1``);
-        ``skew_residual``: ``max|M L + L^T M| / max|M L|`` (round-off, ~1e-16);
-        ``holds``: all rates positive and the residual below 1e-10.
+        ``skew_residual``: ``max|M L + L^T M| / max|M L|`` (round-off, ~1e-16,
+        with the constraint; of order 1 without it);
+        ``feedback_sym_max``: ``mu``, the largest eigenvalue of the symmetric part
+        of ``M^{1/2} L M^{-1/2}`` (0 up to round-off with the constraint);
+        ``rate_with_feedback``: ``rate - max(mu, 0)``, what the metric ``M``
+        still certifies for the assembly when ``L`` is not skew in ``M``;
+        ``holds``: all module rates and ``rate_with_feedback`` positive.
 
         The certificate is for the continuous-time system. For the Euler map,
-        ``euler_alpha_bound = 2 lambda / K^2`` with ``K = 1 + g ||M^{1/2} W
-        M^{-1/2}|| + ||M^{1/2} L M^{-1/2}||`` is a step size below which every
-        step provably contracts in ``M`` (``||I + alpha F||^2 <= 1 - 2 alpha
-        lambda + alpha^2 K^2``); ``euler_contracting`` says whether
-        ``alpha`` is below it. It is sufficient, not necessary, and usually
-        far smaller than the step sizes that work in practice.
+        ``euler_alpha_bound = 2 lambda' / K^2`` with ``lambda'`` the
+        ``rate_with_feedback`` and ``K = 1 + g ||M^{1/2} W M^{-1/2}|| +
+        ||M^{1/2} L M^{-1/2}||`` is a step size below which every step provably
+        contracts in ``M`` (``||I + alpha F||^2 <= 1 - 2 alpha lambda' + alpha^2
+        K^2``); ``euler_contracting`` says whether ``alpha`` is below it. It is
+        sufficient, not necessary, and usually far smaller than the step sizes
+        that work in practice (:func:`rnnlab.theory.combo_net_report` gives
+        sharper discrete-time checks).
         """
         rates = self.module_rates()
         skew = self._skew_residual()
-        holds = bool(min(rates) > 0 and skew < 1e-10)
         lam = float(min(rates))
         with torch.no_grad():
             m = self.metric_diag().detach().double()
             s = m.sqrt()
             W = self.recurrent_weight().detach().double()
-            L = feedback_matrix(self.B().detach().double(), m)
+            L = self.feedback(torch.float64).detach()
+            S = s[:, None] * L / s[None, :]
+            mu = 0.0 if self.constraint == "on" else float(torch.linalg.eigvalsh((S + S.T) / 2).max())
             K = (1.0 + self.g * float(torch.linalg.matrix_norm(s[:, None] * W / s[None, :], ord=2))
-                 + float(torch.linalg.matrix_norm(s[:, None] * L / s[None, :], ord=2)))
-        bound = 2 * lam / K ** 2 if lam > 0 else 0.0
+                 + float(torch.linalg.matrix_norm(S, ord=2)))
+        lam_fb = lam - max(mu, 0.0)
+        holds = bool(lam > 0 and lam_fb > 0 and (self.constraint == "off" or skew < 1e-10))
+        bound = 2 * lam_fb / K ** 2 if lam_fb > 0 else 0.0
         return {"holds": holds, "rate": lam, "module_rates": rates, "skew_residual": skew,
+                "feedback_sym_max": mu, "rate_with_feedback": lam_fb, "constraint": self.constraint,
                 "metric_diag": m.cpu().numpy(), "euler_alpha_bound": bound,
                 "euler_contracting": bool(self.alpha <= bound)}
 
     def _check(self):
         info = self.verify_contraction()
-        if not info["holds"]:
+        if self.constraint == "on" and not info["holds"]:
             raise RuntimeError(f"{type(self).__name__}: contraction could not be verified: {info}")
         return info
 
@@ -571,9 +621,10 @@ class SparseComboNet(_ComboNet):
         (a 16 x 32 net overflows after 12 steps in float32 and 98 in float64;
         a wider type only delays it). A warning is raised when the metric's
         condition number exceeds 1e6.
-    activation, alpha, form, readout, lower_only
+    activation, alpha, form, readout, lower_only, constraint
         ``alpha = dt / tau`` is the Euler step (see the module docstring);
-        ``lower_only`` trains only the lower-triangular blocks of ``B`` (D.1.1).
+        ``lower_only`` trains only the lower-triangular blocks of ``B`` (D.1.1);
+        ``constraint="off"`` is the control ``L = B`` (see :class:`_ComboNet`).
     b_std
         ``B`` starts as ``N(0, b_std^2)``; default 0.01. (The E.3 code uses
         ``1 / sqrt(mean size)``, pass ``b_std=None`` for it: for a 16 x 32
@@ -596,9 +647,11 @@ class SparseComboNet(_ComboNet):
 
     def __init__(self, input_size, hidden_sizes, output_size=None, *, density=0.265, scalar=0.27,
                  post_scalar=1.0, activation="relu", alpha=0.1, lower_only=True, form="x", readout="last",
-                 b_std=0.01, metric="explicit", seed=None, max_tries=100_000, dtype=torch.float32):
+                 b_std=0.01, metric="explicit", seed=None, max_tries=100_000, constraint="on",
+                 dtype=torch.float32):
         super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
-                         lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype)
+                         lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
+                         constraint=constraint)
         rng = np.random.default_rng(seed)
         n = self.hidden_size
         W = np.zeros((n, n))
@@ -646,7 +699,7 @@ class SVDComboNet(_ComboNet):
     (Theorem 5), and so is the assembly with ``L = B - M^{-1} B^T M``. The
     check at construction (:meth:`verify_contraction`) recomputes the rates
     ``1 - g ||Phi W Phi^{-1}||_2`` numerically. ``activation``, ``alpha``,
-    ``form``, ``readout``, ``lower_only`` and ``b_std`` are as for :class:`SparseComboNet`;
+    ``form``, ``readout``, ``lower_only``, ``b_std`` and ``constraint`` are as for :class:`SparseComboNet`;
     ``form="y"`` reproduces the update of the paper's code (E.3).
 
     Initialisation: ``sigma_raw = 1`` as in E.3, ``B ~ N(0, b_std^2)``;
@@ -655,9 +708,11 @@ class SVDComboNet(_ComboNet):
     """
 
     def __init__(self, input_size, hidden_sizes, output_size=None, *, activation="relu", alpha=0.1,
-                 lower_only=True, form="x", readout="last", b_std=0.01, dtype=torch.float32):
+                 lower_only=True, form="x", readout="last", b_std=0.01, constraint="on",
+                 dtype=torch.float32):
         super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
-                         lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype)
+                         lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
+                         constraint=constraint)
         self.log_phi = nn.ParameterList()
         self.gen_u = nn.ParameterList()
         self.gen_v = nn.ParameterList()

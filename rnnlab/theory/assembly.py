@@ -289,7 +289,7 @@ def certify_combo_net(model):
     info = model.verify_contraction()
     with torch.no_grad():
         W = model.recurrent_weight().double().cpu().numpy()
-        L = feedback_matrix(model.B().double(), model.metric_diag().double()).cpu().numpy()
+        L = model.feedback(torch.float64).cpu().numpy()
     p = info["metric_diag"]
     name = f"{type(model).__name__} (Corollary 1)"
     details = {"W": W, "L": L, "module_rates": info["module_rates"], "skew_residual": info["skew_residual"]}
