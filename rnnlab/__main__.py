@@ -9,6 +9,10 @@ Commands:
                               (Grefenstette et al. 2015)
         combo-net             Sparse and SVD Combo Nets (RNNs of RNNs) on sequential images
                               (Kozachkov et al. 2022)
+    sweep [task] --out DIR --grid NAME=V1,V2 --set NAME=V ...
+                              a grid of `train <task>` runs on Ray Tune (local, or a
+                              cluster with --address), resumable, results as JSON/CSV
+                              (rnnlab.sweep; needs pip install 'ray[tune]')
     grade SUBMISSIONS/        grade a folder of submitted notebooks into a CSV
                               and one feedback file per student (rnnlab.grade)
 
@@ -45,6 +49,11 @@ def build_parser():
         sub = tasks.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(module).add_arguments(sub)
         sub.set_defaults(_module=module)
+    from .sweep import runner as sweeping   # Ray is imported only when a sweep runs
+    sweep = commands.add_parser("sweep", help="a grid of training runs on Ray Tune (resumable)",
+                                description=sweeping.DESCRIPTION,
+                                epilog=sweeping.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweeping.add_arguments(sweep)
     from . import grade as grading   # standard library only: cheap to import
     grade = commands.add_parser("grade", help="grade a folder of submitted notebooks",
                                 description=grading.DESCRIPTION, epilog=grading.LAYOUT_HELP,
@@ -58,6 +67,13 @@ def main(argv=None):
     if args.command == "train":
         try:
             return importlib.import_module(args._module).main(args)
+        except KeyboardInterrupt:
+            print("stopped; run the same command again to resume", file=sys.stderr)
+            return 130
+    if args.command == "sweep":
+        from .sweep import runner
+        try:
+            return runner.main(args, argv)
         except KeyboardInterrupt:
             print("stopped; run the same command again to resume", file=sys.stderr)
             return 130
