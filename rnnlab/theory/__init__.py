@@ -2,8 +2,10 @@
 
 Kozachkov, Ennis, Slotine, "RNNs of RNNs" (NeurIPS 2022): one function per
 theorem (:mod:`.contraction`), feedback and hierarchical combinations and the
-module constructors (:mod:`.assembly`), and the empirical check that confronts
-every certificate with simulation (:mod:`.simulation`).
+module constructors (:mod:`.assembly`), the empirical check that confronts
+every certificate with simulation (:mod:`.simulation`), and the certificates of
+a Combo Net as it stands after training, with the public code's metric
+reproduced (:mod:`.combo_report`).
 
 Tumma et al., "Leveraging Low-Rank and Sparse Recurrent Connectivity" (ICLR
 2024): the cells' recurrent Jacobians (:mod:`.jacobians`, A.4), spectra of
@@ -30,6 +32,14 @@ from .assembly import (
     svd_module_weight,
     theorem1_acceptance,
     theorem1_module_metric,
+)
+from .combo_report import (
+    combo_net_report,
+    linearisation,
+    public_code_check,
+    public_code_find_M,
+    public_code_metric_report,
+    slope_patterns,
 )
 from .contraction import (
     Certificate,
