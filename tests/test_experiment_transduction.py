@@ -123,3 +123,79 @@ def test_bad_arguments(tmp_path):
         exp.make_model("tree")
     with pytest.raises(ValueError, match="task"):
         exp.run(**dict(TINY_RUN, task="sorting"), steps=2, eval_every=2)
+
+
+class _Script(torch.nn.Module):
+    """A push or pop head that ignores the controller: logit +-50 (strength 1 or 0) by step, for one sequence."""
+
+    def __init__(self, ones, heads=1):
+        super().__init__()
+        self.ones, self.heads, self.t = set(ones), heads, 0
+
+    def forward(self, h):
+        out = torch.full((h.shape[0], self.heads), 50.0 if self.t in self.ones else -50.0)
+        self.t += 1
+        return out
+
+
+def test_memory_use_of_an_exact_stack_solution_of_reversal():
+    """Push at each source step, pop at each target step after |||: lifetime m + 1, nothing left."""
+    net = exp.make_model("stack", n_source=4, n_target=4, hidden=8, values=4, embedding=4, seed=0)
+    m = 3                                                     # steps: <s> s1 s2 s3 ||| t1 t2 t3 = 0..7
+    net.push, net.pop = _Script(range(1, m + 1)), _Script(range(m + 2, 2 * m + 2))
+    use = exp.memory_use(net, [[0, 1, 2]], [[2, 1, 0]])
+    assert use["push_source"] == pytest.approx(1) and use["pop_source"] == pytest.approx(0, abs=1e-9)
+    assert use["push_target"] == pytest.approx(0, abs=1e-9) and use["pop_target"] == pytest.approx(3 / 4)
+    assert use["lifetime"] == pytest.approx(m + 1) and use["unpopped"] == pytest.approx(0, abs=1e-9)
+    net.push, net.pop = _Script(range(1, m + 1)), _Script([])  # never popped: no lifetime, all left
+    use = exp.memory_use(net, [[0, 1, 2]], [[2, 1, 0]])
+    assert use["lifetime"] != use["lifetime"] and use["unpopped"] == pytest.approx(1)
+
+
+def _brute_force_stack(d, u, steps):
+    """Strengths of a stack under constant controls, by the paper's rule written as plain loops, and the
+    strength-weighted mean age at popping and the strength left."""
+    s, popped, age_sum = [], 0.0, 0.0
+    for t in range(steps):
+        need = u
+        for i in reversed(range(len(s))):
+            take = min(s[i], need)
+            s[i] -= take
+            need -= take
+            popped += take
+            age_sum += take * (t - i)
+        s.append(d)
+    return popped, age_sum, sum(s), d * steps
+
+
+@pytest.mark.parametrize("model", ["stack", "queue", "deque"])
+def test_memory_use_under_constant_controls(model):
+    net = exp.make_model(model, n_source=4, n_target=4, hidden=8, values=4, embedding=4, seed=0)
+    d0, u0 = 0.7, 0.4
+    with torch.no_grad():
+        for head, p in ((net.push, d0), (net.pop, u0)):
+            head.weight.zero_()
+            head.bias.fill_(float(torch.logit(torch.tensor(p, dtype=torch.float64))))
+    sources, targets = [[0, 1], [3, 2, 1, 0, 0]], [[1, 0], [0, 0, 1, 2, 3]]
+    use = exp.memory_use(net, sources, targets, batch_size=2)
+    for key in ("push_source", "push_target"):
+        assert use[key] == pytest.approx(d0, rel=1e-6)
+    for key in ("pop_source", "pop_target"):
+        assert use[key] == pytest.approx(u0, rel=1e-6)
+    if model == "stack":     # against the rule as plain loops, rows of 2 and 5 source symbols together
+        parts = [_brute_force_stack(d0, u0, 2 * len(s) + 2) for s in sources]
+        popped, age_sum, left, pushed = (sum(x) for x in zip(*parts))
+        assert use["lifetime"] == pytest.approx(age_sum / popped, rel=1e-6)
+        assert use["unpopped"] == pytest.approx(left / pushed, rel=1e-6)
+    assert use["lifetime"] >= 1 and 0 < use["unpopped"] < 1
+    with pytest.raises(TypeError, match="MemoryLSTM"):
+        exp.memory_use(exp.make_model("lstm", n_source=4, n_target=4, hidden=8, embedding=4), sources, targets)
+
+
+def test_run_records_memory_use_in_its_test(tmp_path):
+    result = exp.run(out=str(tmp_path / "run"), model="stack", steps=2, eval_every=2, seed=0, **TINY_RUN)
+    memory = json.loads(open(tmp_path / "run" / "metrics.json").read())["test"]["memory"]
+    assert memory == pytest.approx(result.extra["test"]["memory"])
+    assert set(memory) == {"push_source", "pop_source", "push_target", "pop_target", "lifetime", "unpopped"}
+    ev = exp.evaluate_run(str(tmp_path / "run"), samples=3)
+    assert set(ev["test_lengths"]["memory"]) == set(memory)

@@ -30,7 +30,8 @@ Outputs, in ``--out`` (default ``runs/transduction-{task}-{model}-h{hidden}-s{se
 steps has ``loss`` (mean cross-entropy per predicted symbol, nats), ``perplexity`` (``exp(loss)``, the
 training perplexity), ``val_perplexity`` (teacher forced), ``val_coarse`` and ``val_fine`` (greedy
 decoding); and, once the run has completed, ``test``: ``{"step", "coarse", "fine", "perplexity",
-"samples", "lengths"}``.
+"samples", "lengths"}``, with ``"memory"`` for the memory models: :func:`memory_use` on the test set
+(mean push and pop strengths over source and target steps, the values' lifetime).
 """
 import json
 import math
@@ -42,13 +43,14 @@ import torch
 import torch.nn.functional as F
 
 from .. import train as _train
+from ..kernels import neural_memory
 from ..models.memory_lstm import KINDS, DeepLSTM, MemoryLSTM, count_parameters
 from ..tasks.transduction import (IGNORE_INDEX, TASKS, joint_sequences, transduction, transduction_accuracy,
                                   transduction_vocab)
 from .run_folder import prepare_run_folder, write_json
 
 __all__ = ["PAPER", "MODELS", "make_model", "batch_stream", "transduction_loss", "decode_metrics",
-           "perplexity", "run", "evaluate_run", "add_arguments", "main", "derived_seed"]
+           "perplexity", "memory_use", "run", "evaluate_run", "add_arguments", "main", "derived_seed"]
 
 PAPER = dict(task="reversal", model="stack", layers=1, hidden=256, values=256, embedding=64, vocab=128,
              batch_size=10, lr=1e-3, clip=1.0, optimizer="rmsprop", pop_bias=-1.0, train_lengths=(8, 64),
@@ -130,6 +132,85 @@ def decode_metrics(model, sources, targets, batch_size=EVAL_BATCH):
     predictions = model.greedy_decode(sources, max_len=[len(t) + 1 for t in targets], batch_size=batch_size)
     coarse, fine = transduction_accuracy(predictions, targets, model.end_id)
     return {"coarse": coarse, "fine": fine}
+
+
+@torch.no_grad()
+def memory_use(model, sources, targets, batch_size=EVAL_BATCH):
+    """How a :class:`rnnlab.models.MemoryLSTM` uses its memory on the pairs, teacher forced.
+
+    Each pair is read as its joint sequence ``<s> s_1 .. s_m ||| t_1 .. t_k`` (steps ``0 .. m + k + 1``).
+    *Source steps* are those reading ``s_1 .. s_m`` (steps ``1 .. m``); *target steps* those reading
+    ``|||`` and ``t_1 .. t_k`` (steps ``m + 1 .. m + k + 1``, which predict ``t_1 .. t_k`` and ``</s>``);
+    the ``<s>`` step is in neither. Returns a dict:
+
+    - ``push_source``, ``pop_source``, ``push_target``, ``pop_target``: the mean push strength ``d_t`` and
+      pop strength ``u_t`` over all source (target) steps of all pairs (the deque: over both ends);
+    - ``lifetime``: the strength-weighted mean age of a value when it is popped. With ``s_t[i]`` the
+      strength of the value pushed at step ``i`` after step ``t`` (:func:`rnnlab.kernels.neural_memory`),
+      step ``t > i`` pops ``s_{t-1}[i] - s_t[i]`` of it, at age ``t - i``;
+      ``lifetime = sum (t - i)(s_{t-1}[i] - s_t[i]) / sum (s_{t-1}[i] - s_t[i])`` over every value, step
+      and pair (a value is never popped at the step that pushes it: the pop comes first). An exact stack
+      solution of reversal (push 1 at each source step, pop 1 at each target step after ``|||``) pops
+      ``s_i`` at age ``2 (m - i) + 2``: a lifetime of ``m + 1`` for a source of length m;
+      (NaN when next to nothing, under 1e-9 of the pushed strength, was popped);
+    - ``unpopped``: the share of all pushed strength still in the memory after the last step (strength
+      that the lifetime does not count).
+    """
+    if not isinstance(model, MemoryLSTM):
+        raise TypeError(f"memory_use needs a MemoryLSTM, got {type(model).__name__}")
+    device = next(model.parameters()).device
+    captured = {"push": [], "pop": []}
+    hooks = [getattr(model, name).register_forward_hook(lambda mod, inp, out, name=name: captured[name].append(out))
+             for name in captured]
+    sums = dict(push_source=0.0, pop_source=0.0, push_target=0.0, pop_target=0.0)
+    counts = dict(source=0, target=0)
+    popped_age = popped = pushed = left = 0.0
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    was_training = model.training
+    model.eval()
+    try:
+        for k in range(0, len(order), batch_size):
+            idx = order[k:k + batch_size]
+            src, tgt = [sources[i] for i in idx], [targets[i] for i in idx]
+            joint = joint_sequences(src, tgt, model.n_source, model.n_target)
+            captured["push"].clear()
+            captured["pop"].clear()
+            model(joint.inputs.to(device), joint.lengths)
+            d = torch.sigmoid(torch.stack(captured["push"], 1)).double().cpu()    # (B, L, heads)
+            u = torch.sigmoid(torch.stack(captured["pop"], 1)).double().cpu()
+            B, L, heads = d.shape
+            t = torch.arange(L)
+            m = torch.tensor([len(s) for s in src]).unsqueeze(1)
+            n = torch.as_tensor(joint.lengths).reshape(B, 1)                   # steps of each row
+            source = ((t >= 1) & (t <= m)).double().unsqueeze(2)
+            target = ((t > m) & (t < n)).double().unsqueeze(2)
+            for name, x in (("push", d), ("pop", u)):
+                sums[f"{name}_source"] += float((x * source).sum())
+                sums[f"{name}_target"] += float((x * target).sum())
+            counts["source"] += heads * int(source.sum())
+            counts["target"] += heads * int(target.sum())
+            if heads == 1:
+                _, S = neural_memory(model.kind, d.new_zeros(B, L, 1), d[..., 0], u[..., 0])
+                born = t                                          # column i: pushed at step i
+            else:
+                _, S = neural_memory("deque", d.new_zeros(B, L, 2, 1), d, u)
+                born = torch.cat([L - 1 - torch.arange(L), torch.arange(L)])  # bottom columns, then top
+            valid = (t < n).double()                                          # (B, L)
+            prev = torch.cat([S.new_zeros(B, 1, S.shape[2]), S[:, :-1]], 1)
+            pops = (prev - S).clamp(min=0) * valid.unsqueeze(2)               # (B, L, columns)
+            age = (t.unsqueeze(1) - born.unsqueeze(0)).double()               # (L, columns)
+            popped_age += float((pops * age).sum())
+            popped += float(pops.sum())
+            pushed += float((d.sum(2) * valid).sum())
+            left += float(S[torch.arange(B), n[:, 0] - 1].sum())
+    finally:
+        for h in hooks:
+            h.remove()
+        model.train(was_training)
+    out = {key: value / max(counts[key.split("_")[1]], 1) for key, value in sums.items()}
+    out["lifetime"] = popped_age / popped if popped > 1e-9 * pushed else float("nan")
+    out["unpopped"] = left / pushed if pushed > 0 else float("nan")
+    return out
 
 
 def _split_sets(task, n, lengths, vocab, seed):
@@ -221,6 +302,8 @@ def run(task=PAPER["task"], model=PAPER["model"], layers=1, hidden=PAPER["hidden
             test = dict(step=result.step, **decode_metrics(net, *test_set, eval_batch_size),
                         perplexity=perplexity(net, *test_set, batch_size=eval_batch_size),
                         samples=test_samples, lengths=list(test_lengths))
+            if isinstance(net, MemoryLSTM):
+                test["memory"] = memory_use(net, *test_set, batch_size=eval_batch_size)
         finally:
             net.train(was_training)
         result.extra["test"] = test
@@ -239,7 +322,8 @@ def evaluate_run(run_dir, samples=1000, seed=1000, batch_size=EVAL_BATCH, device
     the training lengths (seed ``derived_seed(seed, 5)``) and as many at the test lengths
     (``derived_seed(seed, 6)``) are decoded greedily. Returns a dict with the checkpoint's ``step`` and
     ``epoch``, the run's config and, for ``"train_lengths"`` and ``"test_lengths"``: ``coarse``, ``fine``,
-    ``perplexity`` (teacher forced), ``samples``, ``lengths``, ``seconds``.
+    ``perplexity`` (teacher forced), ``samples``, ``lengths``, ``seconds``, and for the memory models
+    ``memory`` (:func:`memory_use`).
     """
     state = _train.load_checkpoint(os.path.join(run_dir, "checkpoint.pt"))
     config = state["config"]
@@ -254,6 +338,8 @@ def evaluate_run(run_dir, samples=1000, seed=1000, batch_size=EVAL_BATCH, device
         sources, targets = _split_sets(config["task"], samples, lengths, config["vocab"], derived_seed(seed, tag))
         res = decode_metrics(net, sources, targets, batch_size)
         res["perplexity"] = perplexity(net, sources, targets, batch_size)
+        if isinstance(net, MemoryLSTM):
+            res["memory"] = memory_use(net, sources, targets, batch_size)
         out[key] = dict(res, samples=samples, lengths=list(lengths), seconds=round(time.perf_counter() - t0, 3))
     return out
 
