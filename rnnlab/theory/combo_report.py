@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.integrate
+import scipy.linalg
 import torch
 
 __all__ = ["combo_net_report", "slope_patterns", "linearisation", "public_code_find_M", "public_code_check",
@@ -196,7 +197,9 @@ def _linearisation(W, L, D, form):
 # the report
 # --------------------------------------------------------------------------- #
 def _norm2(A):
-    return float(np.linalg.norm(A, 2))
+    """Spectral norm, as the square root of the top eigenvalue of ``A^T A`` (about 2x faster than an SVD)."""
+    top = scipy.linalg.eigh(A.T @ A, eigvals_only=True, subset_by_index=[A.shape[1] - 1, A.shape[1] - 1])
+    return float(np.sqrt(max(top[0], 0.0)))
 
 
 def combo_net_report(model, *, samples=32, inputs=None, visited=32, rng=0):
