@@ -21,6 +21,9 @@ Benchmarks (:data:`BENCHMARKS`):
 ``cells``  :mod:`rnnlab.bench.cells`: :func:`rnnlab.kernels.recurrent_cell` (RNN,
           LSTM, GRU, CfC) against autograd through its torch reference and
           ``torch.nn.RNN/LSTM/GRU``, forward+backward with the input projection.
+``combo``  :mod:`rnnlab.bench.combo`: a Sparse Combo Net's training step (modules as
+          one batched product) against the same net with W dense, a dense Euler RNN
+          of the same size and ``torch.nn.RNN``; op counts, what a kernel would gain.
 
 From Python (what the book does, with small sizes)::
 
@@ -58,6 +61,7 @@ BENCHMARKS = {
     "scan-plain": "rnnlab.bench.scan_plain",
     "memory": "rnnlab.bench.memory",
     "cells": "rnnlab.bench.cells",
+    "combo": "rnnlab.bench.combo",
 }
 
 #: Where results go by default (relative to the working directory; git-ignored in the repository).
