@@ -227,7 +227,8 @@ def combo_net_report(model, *, samples=32, inputs=None, visited=32, rng=0):
       over the patterns; > 0 means no constant metric makes the continuous
       system contract at that ``D``: ``no_constant_metric``) and
       ``max_euler_radius`` (spectral radius of the Euler step's Jacobian; > 1
-      likewise for the map: ``euler_no_constant_metric``);
+      likewise for the map: ``euler_no_constant_metric``; the kind of pattern
+      that gave it: ``euler_radius_worst_pattern``);
     - ``patterns``: how many of each kind were tested.
     """
     info = model.verify_contraction()
@@ -267,6 +268,7 @@ def combo_net_report(model, *, samples=32, inputs=None, visited=32, rng=0):
         "euler_max_step_norm": float(step_norms[worst]), "euler_worst_pattern": kinds[worst],
         "euler_counterexample": bool(step_norms[worst] > 1 + 1e-12),
         "max_abscissa": float(max(abscissae)), "max_euler_radius": float(max(radii)),
+        "euler_radius_worst_pattern": kinds[int(np.argmax(radii))],
         "no_constant_metric": bool(max(abscissae) > 1e-12),
         "euler_no_constant_metric": bool(max(radii) > 1 + 1e-12),
         "patterns": counts,
