@@ -52,7 +52,7 @@ import sys
 
 __all__ = ["BENCHMARKS", "load", "Target", "check_targets", "Column", "render_table",
            "format_seconds", "format_ratio", "default_json_path", "write_json", "RESULTS_DIR",
-           "positive_int"]
+           "positive_int", "ratio_with_verdict"]
 
 #: Subcommand name -> module implementing it (imported only when used).
 BENCHMARKS = {
@@ -146,6 +146,13 @@ def format_ratio(r):
     if r < 100:
         return f"{r:.1f}"
     return f"{r:.0f}"
+
+
+def ratio_with_verdict(row, key):
+    """``row[key]`` as :func:`format_ratio`, followed by its target's PASS/MISS when the row has one."""
+    text = format_ratio(row.get(key))
+    verdict = (row.get("targets") or {}).get(key)
+    return f"{text} {verdict['status']}" if verdict else text
 
 
 @dataclasses.dataclass(frozen=True)

@@ -59,7 +59,8 @@ import sys
 
 import torch
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
+               ratio_with_verdict, render_table)
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "KINDS", "DEFAULT_T", "DEFAULT_SIZE", "QUICK_T", "QUICK_SIZE",
@@ -240,12 +241,6 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
 
 # ---------------------------------------------------------------- table
 
-def _with_verdict(row, key):
-    text = format_ratio(row.get(key))
-    verdict = (row.get("targets") or {}).get(key)
-    return f"{text} {verdict['status']}" if verdict else text
-
-
 def _spin_warning(rows):
     if not any(r["device"] == "cpu" and (r.get("threads") or 1) > 1 for r in rows):
         return None
@@ -268,8 +263,8 @@ def format_table(rows, title=None):
         Column("torch.nn f+b", lambda r: format_seconds(r["nn_s"])),
         Column("torch.nn", lambda r: r["nn_module"].split(".")[-1] + ("*" if r["kind"] == "cfc" else ""), "<"),
         Column("proj f+b", lambda r: format_seconds(r["proj_s"])),
-        Column("ref/kernel (>=5)", lambda r: _with_verdict(r, "ref_over_kernel")),
-        Column("kernel/nn (<=1.5)", lambda r: _with_verdict(r, "kernel_over_nn")),
+        Column("ref/kernel (>=5)", lambda r: ratio_with_verdict(r, "ref_over_kernel")),
+        Column("kernel/nn (<=1.5)", lambda r: ratio_with_verdict(r, "kernel_over_nn")),
         Column("ref/proj", lambda r: format_ratio(r["ref_over_proj"])),
         Column("proj/nn", lambda r: format_ratio(r["proj_over_nn"])),
     ]

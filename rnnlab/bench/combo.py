@@ -69,7 +69,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
+               render_table)
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "ROWS", "DEFAULT", "QUICK", "macs_per_time_step", "train_macs",
@@ -423,12 +424,6 @@ def run(*, modules=None, module_size=None, T=None, batch=None, quick=False, svd=
 
 
 # ---------------------------------------------------------------- table
-
-def _with_verdict(row, key):
-    text = format_ratio(row.get(key))
-    verdict = (row.get("targets") or {}).get(key)
-    return f"{text} {verdict['status']}" if verdict else text
-
 
 def _macs(v):
     if v is None:
