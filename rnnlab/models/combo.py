@@ -388,8 +388,9 @@ class _ComboNet(nn.Module):
     """Shared Euler integration of equation (2) for both combo nets.
 
     ``constraint="on"`` (default) is the paper's feedback ``L = B - M^{-1} B^T M``; ``constraint="off"`` is
-    its control (appendix D.3, E.2): ``L = B`` (masked like ``B``), with no certificate. Then
-    :meth:`verify_contraction` measures the actual ``L`` (``holds`` is False as soon as ``B != 0``). With
+    its control (appendix D.3, E.2): ``L = B`` (masked like ``B``), with no certificate by construction.
+    Then :meth:`verify_contraction` measures the actual ``L``: ``M`` still certifies the net while the
+    symmetric part of ``M^{1/2} L M^{-1/2}`` stays below the modules' rate (a small ``B``). With
     ``lower_only=True`` an unconstrained ``L`` is block lower-triangular, a cascade of contracting modules,
     which contracts in *some* metric (not ``M``); ``lower_only=False`` removes that too.
     """
