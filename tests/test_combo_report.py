@@ -99,3 +99,21 @@ def test_report_of_the_control_measures_how_far_L_is_from_skew():
     assert rep["constraint"] == "off" and rep["skew_residual"] > 0.1 and rep["feedback_sym_max"] > 0
     assert rep["rate_with_feedback"] == pytest.approx(rep["module_rate_min"] - rep["feedback_sym_max"])
     assert rep["continuous_certified"] == (rep["rate_with_feedback"] > 0)
+
+
+def test_trajectory_distances_shrink_for_a_contracting_net_and_grow_when_euler_fails():
+    from rnnlab.theory.combo_report import trajectory_distances
+    torch.manual_seed(0)
+    x = torch.randn(3, 30, 1)
+    calm = SVDComboNet(1, [4, 4], 2, b_std=0.0, alpha=0.1)
+    d = trajectory_distances(calm, x, pairs=2)
+    # certified Euler map (bound 1 - alpha * rate): every step shrinks the distance, by at least that bound
+    bound = combo_net_report(calm, samples=2)["euler_norm_bound"]
+    assert d["max_step_growth"] < 1 and d["final_ratio_max"] < 1 and d["steps"] == 30
+    assert d["final_ratio_max"] < 10 * bound ** 30  # within the metric's condition number (Phi = I: 1)
+    wild = SparseComboNet(1, [4, 4], 2, seed=0, b_std=5.0, alpha=0.5)
+    assert trajectory_distances(wild, x[:, :3], pairs=2)["max_step_growth"] > 1
+    assert trajectory_distances(wild, 1e3 * x, pairs=2, scale=1e30)["final_ratio_max"] == float("inf")
+    assert wild.output_size == 2  # restored
+    with pytest.raises(ValueError, match="inputs"):
+        trajectory_distances(calm, torch.randn(3, 30, 2))

@@ -15,7 +15,8 @@ the folder's name:
   whether the run had completed);
 - ``certificate_before`` and ``certificate_after``: :func:`rnnlab.theory.combo_net_report` of the net as
   initialised (rebuilt from the config and its seed) and as trained (the checkpoint), with ``--samples``
-  random slope patterns and ``--visited`` patterns the trained net visits on test sequences.
+  random slope patterns and ``--visited`` patterns the trained net visits on test sequences, and beside it
+  ``trajectories``: :func:`rnnlab.theory.combo_report.trajectory_distances` on the same test sequences.
 
 A run already in ``--out`` with the same step is skipped unless ``--force``; the file is rewritten after
 every run, so an interrupted collection resumes.
@@ -30,7 +31,7 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from .. import train as _train
-from ..theory.combo_report import combo_net_report
+from ..theory.combo_report import combo_net_report, trajectory_distances
 from .combo_net import _model_kwargs, _splits, evaluate_run, make_model
 from .run_folder import write_json
 
@@ -74,6 +75,8 @@ def summarize_run(run_dir, *, samples=8, visited=16, probe=8):
     t0 = time.perf_counter()
     cert_before = combo_net_report(before, samples=samples, inputs=x, visited=visited)
     cert_after = combo_net_report(after, samples=samples, inputs=x, visited=visited)
+    cert_before["trajectories"] = trajectory_distances(before, x)
+    cert_after["trajectories"] = trajectory_distances(after, x)
     return _round({
         "config": {k: config.get(k) for k in CONFIG_KEYS},
         "data": test["data"],

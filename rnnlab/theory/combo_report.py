@@ -37,12 +37,14 @@ those we drew, at the paper's best setting or at D.2.1's).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.integrate
 import scipy.linalg
 import torch
 
-__all__ = ["combo_net_report", "slope_patterns", "linearisation", "public_code_find_M", "public_code_check",
+__all__ = ["combo_net_report", "slope_patterns", "linearisation", "trajectory_distances", "public_code_find_M", "public_code_check",
            "public_code_metric_report"]
 
 
@@ -191,6 +193,43 @@ def _weights(model):
 def _linearisation(W, L, D, form):
     WD = W * D[None, :] if form == "x" else D[:, None] * W
     return -np.eye(W.shape[0]) + WD + L
+
+
+@torch.no_grad()
+def trajectory_distances(model, inputs, *, pairs=4, scale=1.0, seed=0):
+    """Simulation beside the certificates: two initial states, the same inputs, how their distance evolves.
+
+    For each of ``pairs`` pairs of initial states drawn ``N(0, scale^2)`` the net is run on ``inputs``
+    ``(B, T, input_size)`` from both, and the Euclidean distance between the two state sequences is
+    recorded at every step (each sequence of the batch separately). Returns a dict: ``final_ratio_max``
+    and ``final_ratio_median`` (distance after the last step over the initial distance, over pairs and
+    sequences), ``max_step_growth`` (the largest ratio of one step's distance to the previous one's:
+    above 1, some step expanded the distance between the two trajectories) and ``steps``; a net that
+    overflows counts as infinitely far apart.
+    """
+    if not isinstance(inputs, torch.Tensor) or inputs.dim() != 3 or inputs.shape[-1] != model.input_size:
+        raise ValueError(f"inputs must be a tensor of shape (B, T, {model.input_size})")
+    gen = torch.Generator().manual_seed(int(seed))
+    dtype = model.b_free.dtype
+    x = inputs.to(dtype)
+    out_size = model.output_size
+    model.output_size = None
+    finals, growth = [], []
+    try:
+        for _ in range(int(pairs)):
+            h0 = torch.randn(x.shape[0], model.hidden_size, generator=gen, dtype=dtype) * scale
+            h1 = torch.randn(x.shape[0], model.hidden_size, generator=gen, dtype=dtype) * scale
+            s0, _ = model(x, h0)
+            s1, _ = model(x, h1)
+            d = torch.cat([(h0 - h1).norm(dim=-1, keepdim=True), (s0 - s1).norm(dim=-1)], 1).double()
+            d = torch.nan_to_num(d, nan=math.inf)  # an overflowing net: infinitely far apart
+            finals.append(d[:, -1] / d[:, 0])
+            growth.append(torch.nan_to_num(d[:, 1:] / d[:, :-1], nan=math.inf).max())
+    finally:
+        model.output_size = out_size
+    finals = torch.cat(finals)
+    return {"final_ratio_max": float(finals.max()), "final_ratio_median": float(finals.median()),
+            "max_step_growth": float(max(growth)), "steps": int(x.shape[1]), "pairs": int(pairs)}
 
 
 # --------------------------------------------------------------------------- #
