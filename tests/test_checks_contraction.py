@@ -14,7 +14,7 @@ import pytest
 from rnnlab.checks import evaluate, exercises, get
 
 LABELS = ["ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-identity", "ex-ctr-diag",
-          "ex-ctr-hierarchy", "ex-ctr-params"]
+          "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -96,9 +96,27 @@ def combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True)
     return (b // 2 if lower_only else b) + input_size * n + n + n * output_size + output_size
 
 
+def skew_euler_limit(alpha):
+    return math.sqrt(2 / alpha - 1)
+
+
+def euler_norm_bound(Wm, Lm, alpha, g=1.0):
+    n = len(Wm)
+    s = np.linalg.svd(np.eye(n) + alpha * (-np.eye(n) + np.asarray(Lm)), compute_uv=False)[0]
+    return s + alpha * g * np.linalg.svd(np.asarray(Wm), compute_uv=False)[0]
+
+
+def find_m_diagonal(W):
+    import scipy.integrate
+    a = np.abs(np.diag(W)) - 1
+    return [scipy.integrate.quad(lambda t: math.exp(2 * ai * t), 0, math.inf)[0] for ai in a]
+
+
 CLOSED_FORMS = {"ex-ctr-linear": identity_rate, "ex-ctr-thm4": theorem4_eps,
                 "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
-                "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params}
+                "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params,
+                "ex-ctr-skew-euler": skew_euler_limit, "ex-ctr-euler-bound": euler_norm_bound,
+                "ex-ctr-find-m": find_m_diagonal}
 
 
 @pytest.mark.parametrize("label", LABELS)
@@ -198,3 +216,27 @@ def test_parameter_count_for_equal_modules_only_fails():
         return (b // 2 if lower_only else b) + input_size * n + n + n * output_size + output_size
 
     _fails_at("ex-ctr-params", wrong, 4, "hidden_sizes = [3, 5, 4]")
+
+
+def test_euler_exercises_wrong_answers_fail():
+    _fails_at("ex-ctr-skew-euler", lambda alpha: math.sqrt(2 / alpha), 1, "alpha = 0.1")
+
+    def no_alpha_on_w(Wm, Lm, alpha, g=1.0):       # forgets that W enters through alpha too
+        n = len(Wm)
+        return (np.linalg.norm(np.eye(n) + alpha * (-np.eye(n) + Lm), 2)
+                + g * np.linalg.norm(Wm, 2))
+    _fails_at("ex-ctr-euler-bound", no_alpha_on_w, 2, "W = 0.5 I")
+
+    def frobenius(Wm, Lm, alpha, g=1.0):            # the Frobenius norm is not the operator norm
+        n = len(Wm)
+        return (np.linalg.norm(np.eye(n) + alpha * (-np.eye(n) + Lm))
+                + alpha * g * np.linalg.norm(Wm))
+    _fails_at("ex-ctr-euler-bound", frobenius, 1, "W = L = 0")
+
+
+def test_find_m_wrong_answers_fail():
+    # the integral the paper describes (matrix exponentials) instead of the code's
+    import rnnlab.theory as th
+    _fails_at("ex-ctr-find-m", lambda W: list(np.diag(th.lyapunov_metric(np.abs(W) - np.eye(len(W))))),
+              1, "W = [[0, 2], [-1, 0]]")
+    _fails_at("ex-ctr-find-m", lambda W: [0.5] * len(W), 2, "W = [[0.5, 7], [-3, 0]]")

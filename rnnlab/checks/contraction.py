@@ -249,3 +249,88 @@ exercise(
     hint="B has n^2 - sum(C_k^2) off-diagonal-block entries (n = sum of the module sizes), "
          "half of them below the diagonal; add the input and output layers' weights and biases.",
 )
+
+
+# ----------------------------------------------------------------- 05: training combo nets
+
+def _skew_euler_limit(alpha):
+    """The largest omega for which one Euler step of x' = (-1 + i omega) x shrinks |x|."""
+    return _tidy(math.sqrt(2.0 / alpha - 1.0))
+
+
+exercise(
+    "ex-ctr-skew-euler",
+    notebook=_BOOK + "05_training_combo_nets",
+    name="skew_euler_limit",
+    signature="skew_euler_limit(alpha)",
+    reference=_skew_euler_limit,
+    cases=lambda: [
+        Case((0.1,), show="alpha = 0.1 (the Combo Nets' Euler step)"),
+        Case((1.0,), show="alpha = 1"),
+        Case((0.5,), show="alpha = 0.5"),
+        Case((0.01,), show="alpha = 0.01"),
+        Case((1.5,), show="alpha = 1.5 (a step longer than the decay time)"),
+    ],
+    hint="one step multiplies x by 1 + alpha (-1 + i omega); it shrinks |x| when "
+         "(1 - alpha)^2 + alpha^2 omega^2 < 1.",
+)
+
+
+def _euler_norm_bound(Wm, Lm, alpha, g=1.0):
+    """The bound of rnnlab.theory.combo_net_report on one Euler step's norm in the metric."""
+    Wm, Lm = np.asarray(Wm, dtype=float), np.asarray(Lm, dtype=float)
+    n = Wm.shape[0]
+    A0 = np.eye(n) + alpha * (-np.eye(n) + Lm)
+    return _tidy(np.linalg.norm(A0, 2) + alpha * g * np.linalg.norm(Wm, 2))
+
+
+def _euler_cases():
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(4, 4))
+    skew = S - S.T
+    W = rng.normal(size=(4, 4)) * 0.2
+    return [
+        Case((np.zeros((2, 2)), np.zeros((2, 2)), 0.1), show="W = L = 0, alpha = 0.1"),
+        Case((0.5 * np.eye(3), np.zeros((3, 3)), 0.2), show="W = 0.5 I, L = 0, alpha = 0.2"),
+        Case((W, skew, 0.1), show="random W (4x4), skew-symmetric L, alpha = 0.1"),
+        Case((W, skew, 0.1, 0.25), show="the same with g = 0.25"),
+        Case((W, S, 0.3), show="random W, L not skew, alpha = 0.3"),
+    ]
+
+
+exercise(
+    "ex-ctr-euler-bound",
+    notebook=_BOOK + "05_training_combo_nets",
+    name="euler_norm_bound",
+    signature="euler_norm_bound(Wm, Lm, alpha, g=1.0)",
+    reference=_euler_norm_bound,
+    cases=_euler_cases,
+    hint="split one step's Jacobian into I + alpha (-I + Lm), which does not depend on D, "
+         "and alpha Wm D; bound the second with ||D|| <= g (spectral norms, np.linalg.norm(A, 2)).",
+    rtol=1e-8,
+)
+
+
+def _find_m_diagonal(W):
+    """The diagonal that the public code's find_M returns, in closed form."""
+    d = np.abs(np.diag(np.asarray(W, dtype=float)))
+    return [_tidy(0.5 / (1.0 - v)) for v in d]
+
+
+exercise(
+    "ex-ctr-find-m",
+    notebook=_BOOK + "05_training_combo_nets",
+    name="find_m_diagonal",
+    signature="find_m_diagonal(W)",
+    reference=_find_m_diagonal,
+    cases=lambda: [
+        Case((np.array([[0.0, 2.0], [-1.0, 0.0]]),), show="W = [[0, 2], [-1, 0]]"),
+        Case((np.array([[0.5, 7.0], [-3.0, 0.0]]),), show="W = [[0.5, 7], [-3, 0]]"),
+        Case((np.array([[-0.75, 0.1, 0.0], [0.0, 0.2, 0.0], [9.0, 9.0, 0.0]]),),
+             show="W = [[-0.75, 0.1, 0], [0, 0.2, 0], [9, 9, 0]]"),
+        Case((np.zeros((4, 4)),), show="W = 0 (4x4)"),
+    ],
+    hint="np.exp and * act entry by entry: entry (i, i) of the integrand is "
+         "exp((|W_ii| - 1) t) * 1 * exp((|W_ii| - 1) t); integrate from 0 to infinity.",
+    rtol=1e-8,
+)
