@@ -2,7 +2,6 @@
 import json
 
 import pytest
-import torch
 
 from rnnlab.__main__ import main as rnnlab_main
 from rnnlab.experiments import combo_summary
@@ -11,11 +10,7 @@ TINY = ["--dataset", "digits", "--order", "row", "--modules", "2", "--module-siz
         "--batch-size", "16", "--no-progress", "--threads", "1", "--epochs", "2"]
 
 
-@pytest.fixture(autouse=True)
-def _restore_threads():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_collect_two_runs_then_skip_them(tmp_path, capsys):

@@ -15,13 +15,7 @@ TINY = ["--dataset", "digits", "--order", "row", "--modules", "2", "--module-siz
         "--batch-size", "16", "--no-progress", "--threads", "1"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """``--threads 1`` sets torch's process-wide pool: restore it for the other tests."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _json(path):

@@ -16,14 +16,7 @@ TINY_RUN = dict(task="reversal", hidden=8, values=4, embedding=4, vocab=4, train
                 test_lengths=(5, 6), eval_samples=6, test_samples=5, progress=False, device="cpu")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run faster on one thread; ``--threads 1`` sets torch's process-wide pool anyway: restore it
-    for the other tests."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_batch_stream_is_a_deterministic_fresh_stream():

@@ -15,13 +15,7 @@ tasks_module = importlib.import_module("rnnlab.tasks.transduction")   # the name
 TINY = dict(hidden_size=12, embedding_size=4)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny matrices: one thread is faster than two (and immune to a busy second core); restored after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _model(kind, seed=0, **kw):

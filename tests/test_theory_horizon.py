@@ -16,12 +16,7 @@ from rnnlab.models import CfC, GRU, LSTM, RNN
 CELLS = {"rnn": RNN, "lstm": LSTM, "gru": GRU, "cfc": CfC}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def cell(kind, H=5, I=3, rank=None, sparsity=0.0, seed=0, **kw):

