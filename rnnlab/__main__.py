@@ -13,6 +13,10 @@ Commands:
                               a grid of `train <task>` runs on Ray Tune (local, or a
                               cluster with --address), resumable, results as JSON/CSV
                               (rnnlab.sweep; needs pip install 'ray[tune]')
+    control train-expert|record|evaluate
+                              the closed-loop experts: PPO on HalfCheetah (resumable,
+                              exported weights-only), expert rollouts, evaluations
+                              (rnnlab.control; needs pip install 'rnnlab[control]')
     grade SUBMISSIONS/        grade a folder of submitted notebooks into a CSV
                               and one feedback file per student (rnnlab.grade)
 
@@ -33,6 +37,10 @@ TRAIN_TASKS = {
     "combo-net": ("rnnlab.experiments.combo_net",
                   "Sparse and SVD Combo Nets (stable RNNs of RNNs) on sequential and permuted sequential images "
                   "(Kozachkov et al. 2022)"),
+    "control-imitation": ("rnnlab.experiments.imitation",
+                          "closed-loop imitation with low-rank and sparse RNN/LSTM/GRU/CfC policies on Pendulum "
+                          "(velocity hidden) and HalfCheetah, in distribution and under input shifts "
+                          "(Tumma et al. 2024, A.9-A.11)"),
 }
 
 
@@ -54,6 +62,11 @@ def build_parser():
                                 description=sweeping.DESCRIPTION,
                                 epilog=sweeping.EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sweeping.add_arguments(sweep)
+    from .control import cli as controlling   # gymnasium is imported only when a command runs
+    control = commands.add_parser("control", help="closed-loop control: train the expert, record rollouts",
+                                  description=controlling.DESCRIPTION,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    controlling.add_arguments(control)
     from . import grade as grading   # standard library only: cheap to import
     grade = commands.add_parser("grade", help="grade a folder of submitted notebooks",
                                 description=grading.DESCRIPTION, epilog=grading.LAYOUT_HELP,
@@ -74,6 +87,13 @@ def main(argv=None):
         from .sweep import runner
         try:
             return runner.main(args, argv)
+        except KeyboardInterrupt:
+            print("stopped; run the same command again to resume", file=sys.stderr)
+            return 130
+    if args.command == "control":
+        from .control import cli
+        try:
+            return cli.main(args)
         except KeyboardInterrupt:
             print("stopped; run the same command again to resume", file=sys.stderr)
             return 130

@@ -194,3 +194,47 @@ def test_sweep_on_ray_skips_resumes_and_records_errors(local_ray, tmp_path, caps
     with open(out / "results.csv", newline="") as f:
         table = list(csv.DictReader(f))
     assert [r["trial"] for r in table] == ids and table[1]["status"] == "error" and table[2]["steps"] == "20"
+
+def test_imitation_sweep_resumes_and_reports_a_failing_environment(local_ray, tmp_path, capsys):
+    """Issue 11: a grid of closed-loop imitation runs resumed after a stop without losing a finished
+    trial; a trial whose environment raises mid-episode is reported while the rest of the grid goes on."""
+    pytest.importorskip("gymnasium")
+    from rnnlab.control.experts import PendulumExpert
+    from rnnlab.control.rollouts import record_rollouts
+    from rnnlab.experiments import imitation
+    ro = tmp_path / "rollouts.npz"
+    record_rollouts("pendulum", PendulumExpert(), str(ro), episodes=6)
+    tiny = [f"rollouts={ro}", "env=pendulum", "epochs=2", "lrs=0.001", "window=50", "batch-size=8",
+            "val-episodes=2", "eval-episodes=1", "shifts=noise"]
+    grids = ["cell=rnn,gru", "fault-at-step=0,30"]
+    spec = build_spec("control-imitation", sets=tiny, grids=grids)
+    ids = [t.id for t in spec.trials()]
+    assert ids == ["cell=rnn,fault_at_step=0", "cell=rnn,fault_at_step=30", "cell=gru,fault_at_step=0",
+                   "cell=gru,fault_at_step=30"]
+    out = tmp_path / "sweep"
+    # a trial left half way by an earlier, stopped sweep: its first epoch is in a checkpoint
+    half = out / "trials" / ids[2]
+    imitation.run(env="pendulum", cell="gru", epochs=1, lrs=(0.001,), window=50, batch_size=8, val_episodes=2,
+                  eval_episodes=1, shifts=("noise",), rollouts=str(ro), out=str(half), progress=False)
+    (half / "metrics.json").unlink()
+    first_epoch = json.loads((half / "lr-0.001" / "metrics.json").read_text())["epochs"]
+    assert len(first_epoch) == 1
+
+    outcome = run_sweep(spec, out, workers=2, threads=1, limit=2, log=lambda *a: None)   # stopped half way
+    assert sorted(outcome["ran"]) == ids[:2]
+    rows = ResultsTable.load(out).rows
+    ok, bad = rows[ids[0]], rows[ids[1]]
+    assert ok["status"] == "ok" and ok["last_epoch"] == 2 and 0 < ok["test_val_loss"] < 1
+    assert "test_none_normalised" in ok and "test_noise_normalised" in ok and "test_ed_h_noise" in ok
+    assert bad["status"] == "error" and "injected environment fault at step 30" in bad["error"]
+
+    # run again through the CLI: the finished trial is kept (not rerun), the half-done one resumes
+    argv = ["sweep", "control-imitation", "--out", str(out), "--workers", "2", "--threads", "1"]
+    argv += [a for s in tiny for a in ("--set", s)] + [a for g in grids for a in ("--grid", g)]
+    assert cli(argv) == 1
+    assert "2 ok, 2 error, 0 incomplete, 0 not run, of 4" in capsys.readouterr().out
+    rows = ResultsTable.load(out).rows
+    assert rows[ids[0]] == ok and _stderr_runs(out / "trials" / ids[0]) == 1
+    assert rows[ids[2]]["status"] == "ok" and rows[ids[3]]["status"] == "error"
+    resumed = json.loads((half / "lr-0.001" / "metrics.json").read_text())["epochs"]
+    assert len(resumed) == 2 and resumed[0] == first_epoch[0]        # continued, not restarted

@@ -16,8 +16,8 @@ import sys
 import time
 import traceback
 
-__all__ = ["SUMMARISERS", "summarise", "summarise_transduction", "summarise_generic", "trial_command",
-           "execute"]
+__all__ = ["SUMMARISERS", "summarise", "summarise_transduction", "summarise_generic", "summarise_imitation",
+           "trial_command", "execute"]
 
 STDERR_TAIL = 2000
 """Characters of a failed run's stderr kept in its row."""
@@ -80,7 +80,23 @@ def summarise_generic(run_dir):
     return row
 
 
-SUMMARISERS = {"transduction": summarise_transduction}
+def summarise_imitation(run_dir):
+    """A ``control-imitation`` run folder -> row: the ``test`` block (``test_*``: chosen learning rate,
+    validation loss, closed-loop returns normalised per condition, analyses) and the chosen learning rate's
+    last epoch (``last_*``). A run stopped early has no ``metrics.json`` yet: ``completed`` False and
+    ``epochs_done_lr_<lr>`` per learning rate."""
+    path = os.path.join(run_dir, "metrics.json")
+    if os.path.exists(path):
+        return summarise_generic(run_dir)
+    row = {"completed": False}
+    for name in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else []:
+        sub = os.path.join(run_dir, name, "metrics.json")
+        if name.startswith("lr-") and os.path.exists(sub):
+            row[f"epochs_done_{name.replace('-', '_')}"] = len(_read_json(sub).get("epochs", []))
+    return row
+
+
+SUMMARISERS = {"transduction": summarise_transduction, "control-imitation": summarise_imitation}
 """Task -> ``summarise(run_dir) -> dict``; tasks not listed use :func:`summarise_generic`."""
 
 
