@@ -1,7 +1,8 @@
 """Imitation: the paper's MuJoCo network around the four cells, its data, and the closed-loop policy.
 
-:class:`ImitationNet` is Table 8 of the seed (A.11.2): ``FC(256) ReLU → FC(256) ReLU →
-recurrent(64) → FC(actions) tanh``, the recurrent layer any of the four cells of part 1
+:class:`~rnnlab.models.policy.ImitationNet` (a model, in :mod:`rnnlab.models`; re-exported here) is
+Table 8 of the seed (A.11.2): ``FC(256) ReLU → FC(256) ReLU → recurrent(64) → FC(actions) tanh``, the
+recurrent layer any of the four cells of part 1
 (:mod:`rnnlab.models.cells`) with rank ``r`` and sparsity ``s``; trained with MSE on the
 expert's actions scaled into [-1, 1]. Observations are standardised with the training
 rollouts' mean and standard deviation (buffers of the model, so a saved model carries them).
@@ -14,52 +15,12 @@ by the top 5 principal components (scikit-learn's PCA).
 """
 import numpy as np
 import torch
-from torch import nn
 
 from ..kernels import cell_step_ref
-from ..models.cells import CELLS
+from ..models.policy import PAPER_NET, ImitationNet
 
 __all__ = ["PAPER_NET", "ImitationNet", "RecurrentPolicy", "windows", "effective_dimensionality",
            "numerical_rank"]
-
-PAPER_NET = {"head": 256, "hidden": 64}
-"""Table 8 / Table 9: two dense layers of 256 (ReLU), a recurrent layer of 64 units."""
-
-
-class ImitationNet(nn.Module):
-    """``ImitationNet(obs_dim, act_dim, cell="cfc", rank=None, sparsity=0.0, *, obs_mean, obs_std, seed=0)``.
-
-    ``forward(obs, state=None)``: ``obs`` ``(B, T, obs_dim)`` (raw) → ``(actions in [-1, 1]
-    (B, T, act_dim), state)``.
-    """
-
-    def __init__(self, obs_dim, act_dim, cell="cfc", rank=None, sparsity=0.0, *, obs_mean=None, obs_std=None,
-                 head=PAPER_NET["head"], hidden=PAPER_NET["hidden"], seed=0):
-        super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
-        for arg, v in (("obs_dim", obs_dim), ("act_dim", act_dim), ("head", head), ("hidden", hidden)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"ImitationNet: {arg} must be an int >= 1, got {v!r}")
-        torch.manual_seed(seed)
-        self.kind = cell
-        self.fc1, self.fc2 = nn.Linear(obs_dim, head), nn.Linear(head, head)
-        self.cell = CELLS[cell](head, hidden, rank=rank, sparsity=sparsity, seed=seed)
-        self.out = nn.Linear(hidden, act_dim)
-        mean = torch.zeros(obs_dim) if obs_mean is None else torch.as_tensor(obs_mean, dtype=torch.float32)
-        std = torch.ones(obs_dim) if obs_std is None else torch.as_tensor(obs_std, dtype=torch.float32)
-        if mean.shape != (obs_dim,) or std.shape != (obs_dim,):
-            raise ValueError(f"ImitationNet: obs_mean and obs_std must have shape ({obs_dim},)")
-        self.register_buffer("obs_mean", mean)
-        self.register_buffer("obs_std", torch.clamp(std, min=1e-6))
-
-    def features(self, obs):
-        z = (obs - self.obs_mean) / self.obs_std
-        return torch.relu(self.fc2(torch.relu(self.fc1(z))))
-
-    def forward(self, obs, state=None):
-        hs, state = self.cell(self.features(obs), state)
-        return torch.tanh(self.out(hs)), state
 
 
 class RecurrentPolicy:

@@ -5,3 +5,4 @@ from .combo import SparseComboNet, SVDComboNet  # noqa: F401
 from .memory_lstm import DeepLSTM, MemoryLSTM, table2_parameter_counts  # noqa: F401
 from .cells import (CELLS, CfC, GRU, LSTM, RNN, LowRankSparseCell, init_recurrent, parameter_count,  # noqa: F401
                     recurrent_matrix, table10_parameter_counts, unmasked_parameter_count)
+from .policy import PAPER_NET, ImitationNet  # noqa: F401
