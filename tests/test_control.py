@@ -184,6 +184,10 @@ def test_ppo_expert_trains_resumes_and_exports(tmp_path):
     assert pol.layers[0][0].shape == (256, 17) and pol.layers[-1][0].shape == (6, 256)
     with pytest.raises(ValueError, match="analytic"):
         ppo_expert.train_expert(str(tmp_path / "p"), env_name="pendulum")
+    pub = ppo_expert.publish_expert(str(out), str(tmp_path / "book" / "expert"))
+    assert (tmp_path / "book" / "expert.npz").exists() and "training_curve" in pub
+    published = json.loads((tmp_path / "book" / "expert.json").read_text())
+    assert published["mean_return"] == ev["mean_return"] and published["config"]["steps"] == 1024
 
 
 # --- rollouts and evaluation ----------------------------------------------------------------------------------
@@ -285,3 +289,28 @@ def test_imitation_run_trains_chooses_evaluates_and_resumes(tmp_path):
         task.run(out=str(tmp_path / "x"), **dict(kw, lrs=(0.0,)))
     with pytest.raises(ValueError, match="val_episodes must be"):
         task.run(out=str(tmp_path / "x"), **dict(kw, val_episodes=5))
+
+
+def test_collect_and_grid_array(tmp_path):
+    from rnnlab.control import analysis
+    sweep = tmp_path / "sweep"
+    (sweep / "trials" / "a").mkdir(parents=True)
+    np.savez(sweep / "trials" / "a" / "analysis.npz", rec_singular_values=np.array([1.0, 0.5]))
+    rows = [{"trial": "a", "status": "ok", "cell": "cfc", "rank": "full", "sparsity": "0.5", "last_epoch": 3,
+             "test_none_normalised": 0.8, "test_shift_normalised": 0.6},
+            {"trial": "b", "status": "ok", "cell": "cfc", "rank": "full", "sparsity": "0.5", "seed": "1",
+             "test_none_normalised": 0.6},
+            {"trial": "c", "status": "error", "cell": "cfc", "rank": "1"}]
+    (sweep / "results.json").write_text(json.dumps({"command": "python -m rnnlab sweep x", "set": {"seed": "0"},
+                                                    "rows": rows}))
+    data = analysis.collect([str(sweep)], str(tmp_path / "grid.json"), note="two seeds")
+    assert len(data["rows"]) == 2 and data["rows"][0]["rank"] is None and data["rows"][1]["seed"] == 1
+    assert data["rows"][0]["rec_singular_values"] == [1.0, 0.5] and data["note"] == "two seeds"
+    mean, se, n = analysis.grid_array(data["rows"], "cfc", "none_normalised")
+    assert mean.shape == (5, 4) and n[4, 2] == 2 and mean[4, 2] == pytest.approx(0.7)
+    assert se[4, 2] == pytest.approx(0.1) and np.isnan(mean[0, 0]) and n.sum() == 2
+    from rnnlab.control import paper
+    means, ses = paper.table(5, "lstm")
+    assert means[2, 1] == 0.991 and ses.shape == (5, 4)
+    with pytest.raises(ValueError, match="which must be 5 or 6"):
+        paper.table(7, "lstm")

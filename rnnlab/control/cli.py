@@ -4,6 +4,9 @@
                                                               expert.npz (weights only) and its evaluation
     control record --env pendulum|halfcheetah [--expert F] [--out F] [--episodes 100]
                                                               the expert's rollouts, for imitation
+    control publish-expert --run runs/expert-halfcheetah --out book/lowrank/data/expert-halfcheetah
+                                                              copy the exported expert and write its evaluation
+                                                              and training curve beside it (.npz + .json)
     control evaluate --env ... [--expert F] [--episodes 10] [--shift noise ...]
                                                               a policy's returns (the expert by default)
 """
@@ -23,6 +26,9 @@ def add_arguments(parser):
     ppo_expert.add_arguments(sub.add_parser("train-expert", help="train the HalfCheetah PPO expert (resumable)",
                                             description=ppo_expert.__doc__,
                                             formatter_class=argparse.RawDescriptionHelpFormatter))
+    pub = sub.add_parser("publish-expert", help="copy a trained expert and its evaluation into the book")
+    pub.add_argument("--run", required=True, help="a finished train-expert run folder")
+    pub.add_argument("--out", required=True, help="destination prefix (writes .npz and .json)")
     rec = sub.add_parser("record", help="record the expert's rollouts (.npz)")
     rec.add_argument("--env", choices=("pendulum", "halfcheetah"), required=True)
     rec.add_argument("--expert", default=None, help="HalfCheetah expert .npz (default the committed one)")
@@ -46,6 +52,12 @@ def main(args):
         if args.control_command == "train-expert":
             from . import ppo_expert
             return ppo_expert.main(args)
+        if args.control_command == "publish-expert":
+            from .ppo_expert import publish_expert
+            ev = publish_expert(args.run, args.out)
+            print(f"expert of {ev['steps']} steps, mean return {ev['mean_return']:.1f}: wrote {args.out}.npz, "
+                  f"{args.out}.json")
+            return 0
         if args.control_command == "record":
             out = args.out or default_rollouts(args.env)
             if os.path.exists(out):

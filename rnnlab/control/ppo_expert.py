@@ -23,7 +23,7 @@ import numpy as np
 
 from . import require
 
-__all__ = ["ZOO_HALFCHEETAH", "train_expert", "add_arguments", "main"]
+__all__ = ["ZOO_HALFCHEETAH", "train_expert", "publish_expert", "add_arguments", "main"]
 
 ZOO_HALFCHEETAH = dict(n_steps=512, batch_size=64, gamma=0.98, learning_rate=2.0633e-05,
                        ent_coef=0.000401762, clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8,
@@ -153,6 +153,21 @@ def train_expert(out, *, env_name="halfcheetah", steps=1_000_000, seed=0, checkp
         f"python -m rnnlab control train-expert --out {out} --steps {steps} --seed {seed}"))
     _atomic_json(os.path.join(out, "expert-eval.json"), ev)
     print(f"expert: mean return {ev['mean_return']:.1f} ± {ev['se_return']:.1f} over {eval_episodes} episodes")
+    return ev
+
+
+def publish_expert(run_dir, dest):
+    """Copy a finished run's ``expert.npz`` to ``<dest>.npz`` and write ``<dest>.json``: its evaluation, the
+    training curve (``[step, return]`` of every training episode), the configuration and the command."""
+    import shutil
+    with open(os.path.join(run_dir, "expert-eval.json")) as f:
+        ev = json.load(f)
+    with open(os.path.join(run_dir, "progress.json")) as f:
+        prog = json.load(f)
+    os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
+    shutil.copyfile(os.path.join(run_dir, "expert.npz"), f"{dest}.npz")
+    ev.update(training_curve=prog["episodes"], config=prog["config"], train_time_s=prog["time_s"])
+    _atomic_json(f"{dest}.json", ev)
     return ev
 
 
