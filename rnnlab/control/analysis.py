@@ -45,6 +45,13 @@ def collect(sweep_dirs, out=None, note=None):
             for k in KEYS:
                 if f"test_{k}" in r:
                     row[k] = r[f"test_{k}"]
+            metrics = os.path.join(d, "trials", r["trial"], "metrics.json")
+            if os.path.exists(metrics):   # the per-episode returns (lists: not in the sweep's table)
+                with open(metrics) as f:
+                    test = json.load(f).get("test", {})
+                for cond in ("none", "noise", "dropout", "offset"):
+                    if f"{cond}_returns" in test:
+                        row[f"{cond}_returns"] = [round(float(v), 1) for v in test[f"{cond}_returns"]]
             npz = os.path.join(d, "trials", r["trial"], "analysis.npz")
             if os.path.exists(npz):
                 with np.load(npz) as z:

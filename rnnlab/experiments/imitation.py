@@ -212,6 +212,7 @@ def run(*, env="pendulum", cell="cfc", rank=None, sparsity=0.0, seed=0, lrs=PAPE
         norm = normalised_return(env, ev["mean_return"], expert_R, zero_R)
         norm_eps = [normalised_return(env, r, expert_R, zero_R) for r in ev["returns"]]
         test[f"{cond}_return"], test[f"{cond}_expert_return"] = ev["mean_return"], expert_R
+        test[f"{cond}_returns"] = ev["returns"]   # per episode: HalfCheetah's are bimodal (runs or stalls)
         test[f"{cond}_normalised"] = norm
         test[f"{cond}_normalised_se"] = (float(np.std(norm_eps, ddof=1) / math.sqrt(len(norm_eps)))
                                          if len(norm_eps) > 1 else None)
