@@ -6,7 +6,7 @@ import torch
 from rnnlab.checks import evaluate, exercises
 
 LABELS = ["ex-lr-w-rec", "ex-lr-count", "ex-lr-lowrank-radius", "ex-lr-rnn-jacobian", "ex-lr-cfc-jacobian",
-          "ex-lr-log-norms"]
+          "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -81,3 +81,28 @@ def test_unshifted_curve_fails():
             out.append(torch.log(torch.linalg.matrix_norm(P)))
         return torch.stack(out)
     _fails("ex-lr-log-norms", unshifted, "case 1 of 4")
+
+
+def test_velocity_without_wrapping_fails():
+    import numpy as np
+
+    def unwrapped(a, b, dt):
+        return (np.arctan2(b[..., 1], b[..., 0]) - np.arctan2(a[..., 1], a[..., 0])) / dt
+    _fails("ex-lr-velocity", unwrapped, "case 2 of 3", "wrap")
+
+
+def test_lqr_with_one_riccati_step_fails():
+    import numpy as np
+
+    def one_step(A, B, Q, R):
+        return np.linalg.solve(R + B.T @ Q @ B, B.T @ Q @ A)   # S = Q: the one-step-horizon gain
+    _fails("ex-lr-lqr", one_step, "case 1 of 3")
+
+
+def test_effective_dim_without_centring_fails():
+    import numpy as np
+
+    def uncentred(X, k):
+        s = np.linalg.svd(X, compute_uv=False)
+        return float((s[:k] ** 2).sum() / (s ** 2).sum())
+    _fails("ex-lr-effective-dim", uncentred, "case 2 of 3", "Centre")

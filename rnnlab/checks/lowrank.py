@@ -194,3 +194,97 @@ exercise(
     hint="Js = [J_1, ..., J_T]. The paper's list is J_T, J_T J_{T−1}, ..., J_T ... J_1: multiply on the "
          "right as you go back in time; take the Frobenius norm's log and subtract the first value.")
 
+
+
+# ----------------------------------------------------------------- 04: closed-loop control
+
+NB4 = "lowrank/04_closed_loop"
+
+
+def _velocity_reference(obs_prev, obs, dt):
+    import numpy as np
+
+    d = np.arctan2(obs[..., 1], obs[..., 0]) - np.arctan2(obs_prev[..., 1], obs_prev[..., 0])
+    return ((d + np.pi) % (2 * np.pi) - np.pi) / dt
+
+
+def _angles(theta):
+    import numpy as np
+
+    theta = np.asarray(theta, dtype=np.float64)
+    return np.stack([np.cos(theta), np.sin(theta)], axis=-1)
+
+
+def _velocity_cases():
+    import numpy as np
+
+    return [
+        Case((_angles(0.1), _angles(0.2), 0.05), show="0.1 rad to 0.2 rad in 0.05 s"),
+        Case((_angles([3.1, -3.1]), _angles([-3.1, 3.1]), 0.05), show="across ±π, both ways (a batch of 2)"),
+        Case((_angles(np.linspace(-3, 3, 7)), _angles(np.linspace(-3, 3, 7) - 0.3), 0.1),
+             show="seven angles, each turning by -0.3 rad"),
+    ]
+
+
+exercise(
+    "ex-lr-velocity", notebook=NB4, name="velocity_from_observations",
+    signature="velocity_from_observations(obs_prev, obs, dt)",
+    reference=_velocity_reference, cases=_velocity_cases,
+    hint="θ = atan2(sin θ, cos θ); the angle can jump by 2π between two steps near ±π: wrap the difference "
+         "into [−π, π) before dividing by dt.")
+
+
+def _lqr_reference(A, B, Q, R):
+    import numpy as np
+    import scipy.linalg
+
+    S = scipy.linalg.solve_discrete_are(A, B, Q, R)
+    return np.linalg.solve(R + B.T @ S @ B, B.T @ S @ A)
+
+
+def _lqr_cases():
+    import numpy as np
+
+    from rnnlab.control.experts import PENDULUM
+
+    P = PENDULUM
+    a, b, dt = 3 * P["g"] / (2 * P["l"]), 3 / (P["m"] * P["l"] ** 2), P["dt"]
+    A = np.array([[1 + a * dt * dt, dt], [a * dt, 1.0]])
+    B = np.array([[b * dt * dt], [b * dt]])
+    return [
+        Case((A, B, np.diag([1.0, 0.1]), np.array([[0.001]])), show="the pendulum, the environment's cost"),
+        Case((np.array([[1.0, 0.1], [0.0, 1.0]]), np.array([[0.005], [0.1]]), np.eye(2), np.array([[1.0]])),
+             show="a double integrator"),
+        Case((np.array([[0.5]]), np.array([[1.0]]), np.array([[1.0]]), np.array([[2.0]])), show="a stable scalar"),
+    ]
+
+
+exercise(
+    "ex-lr-lqr", notebook=NB4, name="lqr_gain", signature="lqr_gain(A, B, Q, R)",
+    reference=_lqr_reference, cases=_lqr_cases, rtol=1e-5, atol=1e-7,
+    hint="Start from S = Q and iterate S ← Q + Aᵀ S A − Aᵀ S B (R + Bᵀ S B)⁻¹ Bᵀ S A until it stops changing "
+         "(a few thousand steps at most); then K = (R + Bᵀ S B)⁻¹ Bᵀ S A.")
+
+
+def _ed_reference(X, k):
+    from rnnlab.control.imitation import effective_dimensionality
+
+    return effective_dimensionality(X, k)
+
+
+def _ed_cases():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [
+        Case((rng.normal(size=(200, 2)) @ rng.normal(size=(2, 10)), 5), show="200 points in a 2-d plane of 10-d"),
+        Case((rng.normal(size=(300, 8)) * np.arange(1, 9), 5), show="8-d, standard deviations 1..8"),
+        Case((rng.normal(size=(100, 6)) + 50.0, 2), show="isotropic, far from the origin, k = 2"),
+    ]
+
+
+exercise(
+    "ex-lr-effective-dim", notebook=NB4, name="effective_dim", signature="effective_dim(X, k)",
+    reference=_ed_reference, cases=_ed_cases, rtol=1e-6, atol=1e-9,
+    hint="Centre the columns of X (PCA does), take the singular values s of the centred matrix; the variance "
+         "of component i is s_i²: return the sum of the k largest s² over the sum of all.")

@@ -84,7 +84,6 @@ def expert_conditions(env, rollouts_path, obs_std, *, episodes, shifts, expert_p
     Cached in ``<rollouts>.conditions.json`` (keyed by episodes, seed, p, condition): every trial
     of a grid normalises by the same numbers.
     """
-    from ..control.envs import action_scale
     from ..control.experts import ZeroPolicy
     from ..control.rollouts import evaluate_policy
     cache_path = rollouts_path + ".conditions.json"
@@ -99,9 +98,8 @@ def expert_conditions(env, rollouts_path, obs_std, *, episodes, shifts, expert_p
             continue
         entry = {"expert": evaluate_policy(env, _expert(env, expert_path), episodes=episodes, seed=EVAL_SEED,
                                            shift=cond, p=p, obs_std=obs_std, observe="full")}
-        if env == "pendulum":
-            act_dim = 1 if action_scale(env) else 1
-            entry["zero"] = evaluate_policy(env, ZeroPolicy(act_dim), episodes=episodes, seed=EVAL_SEED,
+        if env == "pendulum":   # the baseline of its affine normalisation (one torque)
+            entry["zero"] = evaluate_policy(env, ZeroPolicy(1), episodes=episodes, seed=EVAL_SEED,
                                             shift=cond, p=p, obs_std=obs_std, observe="full")
         cache[key], changed = entry, True
     if changed:
