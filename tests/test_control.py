@@ -166,6 +166,16 @@ def test_mlp_policy_round_trip_without_pickle(tmp_path):
         experts.MLPPolicy.load(tmp_path / "missing.npz")
 
 
+def test_expert_for_each_environment():
+    assert isinstance(experts.expert_for("pendulum"), experts.PendulumExpert)
+    cheetah = experts.expert_for("halfcheetah")                        # the committed expert
+    assert isinstance(cheetah, experts.MLPPolicy) and cheetah.act(np.zeros(17)).shape == (6,)
+    with pytest.raises(ValueError, match="expert path"):
+        experts.expert_for("pendulum", "some.npz")
+    with pytest.raises(ValueError, match="env must be one of"):
+        experts.expert_for("cartpole")
+
+
 def test_ppo_expert_trains_resumes_and_exports(tmp_path):
     pytest.importorskip("stable_baselines3")
     pytest.importorskip("mujoco")

@@ -46,7 +46,8 @@ def add_arguments(parser):
 
 
 def main(args):
-    from ..experiments.imitation import _expert, default_rollouts, ensure_rollouts
+    from ..experiments.imitation import default_rollouts, ensure_rollouts
+    from .experts import expert_for
     from .rollouts import evaluate_policy
     try:
         if args.control_command == "train-expert":
@@ -63,14 +64,14 @@ def main(args):
             if os.path.exists(out):
                 raise ValueError(f"{out} exists; remove it or give another --out")
             from .rollouts import record_rollouts
-            ro = record_rollouts(args.env, _expert(args.env, args.expert), out, episodes=args.episodes,
+            ro = record_rollouts(args.env, expert_for(args.env, args.expert), out, episodes=args.episodes,
                                  seed=args.seed, progress=True)
             print(f"{args.episodes} {args.env} expert rollouts: mean return {ro['returns'].mean():.1f}; wrote {out}")
             return 0
         obs_std = None
         if args.shift != "none":
             obs_std = ensure_rollouts(args.env, args.rollouts or default_rollouts(args.env), args.expert)["obs_std"]
-        res = evaluate_policy(args.env, _expert(args.env, args.expert), episodes=args.episodes, seed=args.seed,
+        res = evaluate_policy(args.env, expert_for(args.env, args.expert), episodes=args.episodes, seed=args.seed,
                               shift=args.shift, obs_std=obs_std, observe="full")
         print(f"{args.env} ({args.shift}): mean return {res['mean_return']:.1f} ± {res['se_return']:.1f} over "
               f"{args.episodes} episodes (seeds {args.seed}..{args.seed + args.episodes - 1})")

@@ -17,7 +17,8 @@ import os
 
 import numpy as np
 
-__all__ = ["PENDULUM", "PendulumExpert", "pendulum_lqr_gain", "MLPPolicy", "export_sb3_policy", "ZeroPolicy"]
+__all__ = ["PENDULUM", "PendulumExpert", "pendulum_lqr_gain", "MLPPolicy", "export_sb3_policy", "ZeroPolicy",
+           "EXPERT_FILES", "expert_for"]
 
 PENDULUM = {"g": 10.0, "m": 1.0, "l": 1.0, "dt": 0.05, "max_torque": 2.0, "max_speed": 8.0}
 """Pendulum-v1's constants: θ̈ = 3g/(2l) sin θ + 3/(m l²) u, semi-implicit Euler with step dt."""
@@ -168,3 +169,23 @@ def export_sb3_policy(model, vecnormalize, path, meta=None):
                     space.low, space.high, meta=meta)
     out.save(path)
     return out
+
+
+EXPERT_FILES = {"halfcheetah": "lowrank/data/expert-halfcheetah.npz"}
+"""The committed experts, as paths under ``book/`` (read with :func:`rnnlab.notebook.book_file`)."""
+
+
+def expert_for(env, path=None):
+    """The expert of ``env``: the analytic :class:`PendulumExpert` for ``"pendulum"``; for
+    ``"halfcheetah"`` the :class:`MLPPolicy` at ``path``, by default the committed
+    ``book/lowrank/data/expert-halfcheetah.npz``."""
+    if env == "pendulum":
+        if path is not None:
+            raise ValueError(f"expert path: the pendulum's expert is analytic, got path={path!r}")
+        return PendulumExpert()
+    if env not in EXPERT_FILES:
+        raise ValueError(f"env must be one of {['pendulum', *EXPERT_FILES]}, got {env!r}")
+    if path is None:
+        from ..notebook import book_file
+        path = book_file(EXPERT_FILES[env])
+    return MLPPolicy.load(path)

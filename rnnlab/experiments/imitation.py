@@ -48,7 +48,6 @@ PAPER = dict(lrs=(5e-5, 1e-4, 5e-4), epochs=150, hidden=64, head=256, eval_episo
              ranks=(1, 5, 16, 27, None), sparsities=(0.0, 0.2, 0.5, 0.8), seeds=3)
 SHIFT_NAMES = ("noise", "dropout", "offset")
 EVAL_SEED = 1000
-DEFAULT_EXPERT = {"halfcheetah": os.path.join("book", "lowrank", "data", "expert-halfcheetah.npz")}
 DEFAULT_WINDOW = {"pendulum": 50, "halfcheetah": 200}
 """Training windows (ours): the Pendulum's 200-step episode in four (50 trained better closed loop than 200 in a
 pilot: 0.46 vs 0.34 normalised, CfC, 150 epochs), HalfCheetah's 1000 in five."""
@@ -59,23 +58,16 @@ def default_rollouts(env):
     return os.path.join("runs", "control", f"rollouts-{env}.npz")
 
 
-def _expert(env, expert_path):
-    from ..control.experts import MLPPolicy, PendulumExpert
-    if env == "pendulum":
-        return PendulumExpert()
-    path = expert_path or DEFAULT_EXPERT[env]
-    return MLPPolicy.load(path)
-
-
 def ensure_rollouts(env, path, expert_path=None, episodes=PAPER["rollouts"], progress=False):
     """The rollouts at ``path``, recorded first (atomically) if the file is not there."""
+    from ..control.experts import expert_for
     from ..control.rollouts import load_rollouts, record_rollouts
     if os.path.exists(path):
         ro = load_rollouts(path)
         if ro["meta"]["env"] != env:
             raise ValueError(f"rollouts {path!r} are of {ro['meta']['env']!r}, not {env!r}")
         return ro
-    return record_rollouts(env, _expert(env, expert_path), path, episodes=episodes, progress=progress)
+    return record_rollouts(env, expert_for(env, expert_path), path, episodes=episodes, progress=progress)
 
 
 def expert_conditions(env, rollouts_path, obs_std, *, episodes, shifts, expert_path=None, p=PAPER["p"]):
@@ -84,7 +76,7 @@ def expert_conditions(env, rollouts_path, obs_std, *, episodes, shifts, expert_p
     Cached in ``<rollouts>.conditions.json`` (keyed by episodes, seed, p, condition): every trial
     of a grid normalises by the same numbers.
     """
-    from ..control.experts import ZeroPolicy
+    from ..control.experts import ZeroPolicy, expert_for
     from ..control.rollouts import evaluate_policy
     cache_path = rollouts_path + ".conditions.json"
     cache = {}
@@ -96,7 +88,7 @@ def expert_conditions(env, rollouts_path, obs_std, *, episodes, shifts, expert_p
         key = f"{cond}|{episodes}|{EVAL_SEED}|{p}"
         if key in cache:
             continue
-        entry = {"expert": evaluate_policy(env, _expert(env, expert_path), episodes=episodes, seed=EVAL_SEED,
+        entry = {"expert": evaluate_policy(env, expert_for(env, expert_path), episodes=episodes, seed=EVAL_SEED,
                                            shift=cond, p=p, obs_std=obs_std, observe="full")}
         if env == "pendulum":   # the baseline of its affine normalisation (one torque)
             entry["zero"] = evaluate_policy(env, ZeroPolicy(1), episodes=episodes, seed=EVAL_SEED,
