@@ -311,11 +311,20 @@ def test_collect_and_grid_array(tmp_path):
             {"trial": "b", "status": "ok", "cell": "cfc", "rank": "full", "sparsity": "0.5", "seed": "1",
              "test_none_normalised": 0.6},
             {"trial": "c", "status": "error", "cell": "cfc", "rank": "1"}]
+    for lr, losses in (("0.0001", [0.5, 0.25]), ("0.0005", [0.4, 0.125])):   # a choice of two learning rates
+        (sweep / "trials" / "a" / f"lr-{lr}").mkdir()
+        (sweep / "trials" / "a" / f"lr-{lr}" / "metrics.json").write_text(json.dumps(
+            {"epochs": [{"epoch": i + 1, "eval_loss": v} for i, v in enumerate(losses)]}))
+    (sweep / "trials" / "a" / "metrics.json").write_text(json.dumps(
+        {"test": {"none_returns": [1.0, 2.0], "val_loss_lr_0.0001": 0.25, "val_loss_lr_0.0005": 0.125}}))
     (sweep / "results.json").write_text(json.dumps({"command": "python -m rnnlab sweep x", "set": {"seed": "0"},
                                                     "rows": rows}))
     data = analysis.collect([str(sweep)], str(tmp_path / "grid.json"), note="two seeds")
     assert len(data["rows"]) == 2 and data["rows"][0]["rank"] is None and data["rows"][1]["seed"] == 1
     assert data["rows"][0]["rec_singular_values"] == [1.0, 0.5] and data["note"] == "two seeds"
+    assert data["rows"][0]["none_returns"] == [1.0, 2.0] and "val_curves" not in data["rows"][1]
+    assert data["rows"][0]["val_loss_by_lr"] == {"0.0001": 0.25, "0.0005": 0.125}
+    assert data["rows"][0]["val_curves"] == {"0.0001": [0.5, 0.25], "0.0005": [0.4, 0.125]}
     mean, se, n = analysis.grid_array(data["rows"], "cfc", "none_normalised")
     assert mean.shape == (5, 4) and n[4, 2] == 2 and mean[4, 2] == pytest.approx(0.7)
     assert se[4, 2] == pytest.approx(0.1) and np.isnan(mean[0, 0]) and n.sum() == 2

@@ -27,6 +27,15 @@ def _rank(v):
     return None if v in (None, "full", "None") else int(v)
 
 
+def _curve(run_dir):
+    """The validation loss after every epoch of one learning rate's sub-run (empty if it has none)."""
+    path = os.path.join(run_dir, "metrics.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [float(f"{e['eval_loss']:.4g}") for e in json.load(f).get("epochs", []) if "eval_loss" in e]
+
+
 def collect(sweep_dirs, out=None, note=None):
     """Rows of every ``status == "ok"`` trial of the sweeps (results.json), compacted; written to ``out``."""
     rows, commands = [], []
@@ -52,6 +61,11 @@ def collect(sweep_dirs, out=None, note=None):
                 for cond in ("none", "noise", "dropout", "offset"):
                     if f"{cond}_returns" in test:
                         row[f"{cond}_returns"] = [round(float(v), 1) for v in test[f"{cond}_returns"]]
+                lr_losses = {k[len("val_loss_lr_"):]: v for k, v in test.items() if k.startswith("val_loss_lr_")}
+                if len(lr_losses) > 1:   # a choice of learning rate: each one's final loss and curve
+                    row["val_loss_by_lr"] = lr_losses
+                    row["val_curves"] = {lr: _curve(os.path.join(d, "trials", r["trial"], f"lr-{lr}"))
+                                         for lr in lr_losses}
             npz = os.path.join(d, "trials", r["trial"], "analysis.npz")
             if os.path.exists(npz):
                 with np.load(npz) as z:
