@@ -18,7 +18,8 @@ from .paper import RANKS, SPARSITIES
 __all__ = ["KEYS", "collect", "load_grid", "grid_array", "main"]
 
 KEYS = ("val_loss", "lr", "none_normalised", "noise_normalised", "dropout_normalised", "offset_normalised",
-        "shift_normalised", "none_return", "none_expert_return", "ed_rec_none", "ed_inp_none", "ed_h_none",
+        "shift_normalised", "none_return", "none_expert_return", "noise_expert_return", "dropout_expert_return",
+        "offset_expert_return", "ed_rec_none", "ed_inp_none", "ed_h_none",
         "ed_rec_noise", "ed_inp_noise", "ed_h_noise", "cfc_w_dev_none", "cfc_w_dev_noise", "rec_spectral_radius",
         "rec_spectral_norm", "inp_spectral_norm", "rec_change_rank")
 
