@@ -15,8 +15,9 @@ imitating an expert, then run closed loop, in distribution and under input shift
 - :mod:`rnnlab.control.imitation`: the paper's MuJoCo network (FC 256 ReLU,
   FC 256 ReLU, recurrent 64, FC tanh) around the four cells of part 1.
 
-Environments and experts are an optional extra: ``pip install "rnnlab[control]"``
-(gymnasium with MuJoCo, stable-baselines3 for training the expert only).
+gymnasium (the Pendulum) is a dependency of rnnlab. MuJoCo (HalfCheetah) and
+stable-baselines3 (training the expert only) are an optional extra:
+``pip install "rnnlab[control]"``; without them a clear ImportError says so.
 """
 import importlib
 
