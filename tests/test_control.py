@@ -325,6 +325,16 @@ def test_collect_and_grid_array(tmp_path):
     assert data["rows"][0]["none_returns"] == [1.0, 2.0] and "val_curves" not in data["rows"][1]
     assert data["rows"][0]["val_loss_by_lr"] == {"0.0001": 0.25, "0.0005": 0.125}
     assert data["rows"][0]["val_curves"] == {"0.0001": [0.5, 0.25], "0.0005": [0.4, 0.125]}
+    conditions = {f"{c}|2|1000|0.1": {"expert": {"seeds": [1000, 1001], "returns": [5.04, 6.0]}}
+                  for c in ("none", "noise")}
+    (tmp_path / "conditions.json").write_text(json.dumps(conditions))
+    assert analysis.main([str(sweep), "--out", str(tmp_path / "g2.json"), "--conditions",
+                          str(tmp_path / "conditions.json")]) == 0
+    expert = json.loads((tmp_path / "g2.json").read_text())["expert"]
+    assert expert == {c: {"seeds": [1000, 1001], "returns": [5.0, 6.0]} for c in ("none", "noise")}
+    conditions["none|10|1000|0.1"] = conditions["none|2|1000|0.1"]
+    with pytest.raises(ValueError, match="more than one evaluation of 'none'"):
+        analysis.expert_returns(conditions)
     mean, se, n = analysis.grid_array(data["rows"], "cfc", "none_normalised")
     assert mean.shape == (5, 4) and n[4, 2] == 2 and mean[4, 2] == pytest.approx(0.7)
     assert se[4, 2] == pytest.approx(0.1) and np.isnan(mean[0, 0]) and n.sum() == 2

@@ -15,7 +15,7 @@ import numpy as np
 
 from .paper import RANKS, SPARSITIES
 
-__all__ = ["KEYS", "collect", "load_grid", "grid_array", "main"]
+__all__ = ["KEYS", "collect", "expert_returns", "load_grid", "grid_array", "main"]
 
 KEYS = ("val_loss", "lr", "none_normalised", "noise_normalised", "dropout_normalised", "offset_normalised",
         "shift_normalised", "none_return", "none_expert_return", "noise_expert_return", "dropout_expert_return",
@@ -37,8 +37,22 @@ def _curve(run_dir):
         return [float(f"{e['eval_loss']:.4g}") for e in json.load(f).get("epochs", []) if "eval_loss" in e]
 
 
-def collect(sweep_dirs, out=None, note=None):
-    """Rows of every ``status == "ok"`` trial of the sweeps (results.json), compacted; written to ``out``."""
+def expert_returns(conditions):
+    """``{condition: {"seeds": [...], "returns": [...]}}``: the expert's episodes from a cached
+    ``<rollouts>.conditions.json`` (keys ``"<condition>|<episodes>|<first seed>|<p>"``)."""
+    out = {}
+    for key, entry in conditions.items():
+        ev = entry["expert"]
+        cond = key.split("|")[0]
+        if cond in out:
+            raise ValueError(f"conditions: more than one evaluation of {cond!r} (keys {sorted(conditions)})")
+        out[cond] = {"seeds": list(ev["seeds"]), "returns": [round(float(v), 1) for v in ev["returns"]]}
+    return out
+
+
+def collect(sweep_dirs, out=None, note=None, expert=None):
+    """Rows of every ``status == "ok"`` trial of the sweeps (results.json), compacted; written to ``out``
+    (with ``expert``, the expert's per-episode returns from :func:`expert_returns`, when given)."""
     rows, commands = [], []
     for d in sweep_dirs:
         with open(os.path.join(d, "results.json")) as f:
@@ -73,6 +87,8 @@ def collect(sweep_dirs, out=None, note=None):
                     row["rec_singular_values"] = [round(float(v), 5) for v in z["rec_singular_values"]]
             rows.append(row)
     data = {"commands": commands, "note": note, "rows": rows}
+    if expert is not None:
+        data["expert"] = expert
     if out:
         tmp = f"{out}.tmp"
         with open(tmp, "w") as f:
@@ -106,8 +122,15 @@ def main(argv=None):
     p.add_argument("sweeps", nargs="+", help="sweep folders (each with results.json)")
     p.add_argument("--out", required=True)
     p.add_argument("--note", default=None, help="what was run, with what budget")
+    p.add_argument("--conditions", default=None,
+                   help="the expert's cached evaluations (<rollouts>.conditions.json): keep its per-episode "
+                        "returns under each condition beside the rows")
     args = p.parse_args(argv)
-    data = collect(args.sweeps, args.out, args.note)
+    expert = None
+    if args.conditions is not None:
+        with open(args.conditions) as f:
+            expert = expert_returns(json.load(f))
+    data = collect(args.sweeps, args.out, args.note, expert=expert)
     print(f"{len(data['rows'])} finished trials; wrote {args.out}")
     return 0
 
