@@ -16,8 +16,10 @@ Benchmarks (:data:`BENCHMARKS`):
           fresh processes (default allocator, back-to-back calls), warm and
           with the cache evicted, its forward+backward split into parts.
 ``memory``  :mod:`rnnlab.bench.memory`: :func:`rnnlab.neural_memory` (stack,
-          queue, deque) against autograd through its torch reference, and the
-          bytes saved for backward against a copy-per-step implementation.
+          queue, deque) against autograd through its vectorised torch reference
+          and through the row-by-row loop, the bytes saved for backward against
+          a copy-per-step implementation, and a training step of the memory
+          models against the same controller without its memory.
 ``cells``  :mod:`rnnlab.bench.cells`: :func:`rnnlab.kernels.recurrent_cell` (RNN,
           LSTM, GRU, CfC) against autograd through its torch reference and
           ``torch.nn.RNN/LSTM/GRU``, forward+backward with the input projection.

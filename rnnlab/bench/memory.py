@@ -10,13 +10,39 @@ run on inputs ``v (B, T, m)`` (deque ``(B, T, 2, m)``) and controls in (0, 1):
                   (the hand-written backward).
 ``steps_fwdbwd``  the same through the step API, ``NeuralMemory.step`` T times
                   (a Python call and a kernel launch per step, as a controller does).
-``ref_fwd``,      the readable torch reference ``neural_memory_ref`` (a loop over
-``ref_fwdbwd``    time), differentiated by autograd: what an unfused
+``ref_fwd``,      the vectorised torch version ``neural_memory_ref`` (a loop over
+``ref_fwdbwd``    time; each step's pop and read over all rows at once with
+                  cumulative sums), differentiated by autograd: what an unfused
                   implementation costs.
+``loop_fwdbwd``   the loop written as the equations read, ``neural_memory_loop``
+                  (loops over time and over the rows, O(T²) small operations),
+                  differentiated by autograd; timed once (it takes seconds at
+                  the paper's sizes), outside the interleaved rounds.
 
 Ratios: ``ref_fwdbwd_over_fwdbwd`` and ``ref_fwd_over_fwd`` (speed-ups of
-the kernel over the reference), ``fwdbwd_over_fwd``, ``steps_over_fwdbwd``
-(the step API's cost over the whole-sequence op).
+the kernel over the vectorised version), ``loop_fwdbwd_over_fwdbwd`` (over
+the loop), ``fwdbwd_over_fwd``, ``steps_over_fwdbwd`` (the step API's cost
+over the whole-sequence op).
+
+Training step (rows with ``part == "train_step"``; ``train_step=False`` /
+``--no-train-step`` skips them): one optimizer step of the transduction
+models at the paper's sizes (hidden 256, values ``m``, embeddings 64, 128
+source and 128 target symbols), a batch of ``B`` joint sequences of length
+``T``: embedding, forward over ``T`` steps, cross-entropy of every position,
+backward, gradient clipping at 1, RMSProp. Timed interleaved:
+
+``step``          ``MemoryLSTM`` with the memory of the row's kind (the controller
+                  steps ``NeuralMemory`` on the backend).
+``controller``    the same model without the memory: the same ``LSTMCell`` on
+                  ``[i_t; r]`` stepped in the same Python loop, with ``r = 0`` and
+                  no push, pop or value heads (:class:`Controller`).
+``nn_lstm``       ``DeepLSTM`` with one layer: ``torch.nn.LSTM`` runs the whole
+                  sequence in one call (C++ loop, fused gates).
+
+Ratios ``step_over_controller`` (what the memory adds to the model that uses
+it) and ``step_over_nn_lstm`` (over the fastest plain LSTM torch offers,
+which no controller can use: its input at step ``t`` needs the read of step
+``t - 1``).
 
 Memory (no timing involved): the bytes autograd keeps for the backward pass,
 measured as the distinct tensor storages passed to
@@ -44,15 +70,18 @@ From Python::
     rows = memory.run(T=(16,), quick=True)
     print(memory.format_table(rows))
 """
+import functools
 import gc
 import sys
 
 import torch
 
-from . import Column, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from ..models import DeepLSTM, MemoryLSTM
 from .timing import match_thread_pools, time_calls
 
-__all__ = ["run", "format_table", "copy_per_step", "saved_bytes", "KINDS", "DEFAULT_T", "QUICK_T"]
+__all__ = ["run", "format_table", "copy_per_step", "saved_bytes", "Controller", "TARGETS", "KINDS", "DEFAULT_T",
+           "QUICK_T"]
 
 DESCRIPTION = "neural_memory (stack/queue/deque; cpu/cuda kernels) against autograd through the torch reference"
 
@@ -62,6 +91,26 @@ DEFAULT_SIZE = dict(batch_size=10, value_size=256)
 QUICK_T = (16, 32)
 QUICK_SIZE = dict(batch_size=4, value_size=32)
 BACKENDS = ("cpu", "cuda")
+
+TRAIN_SIZE = dict(hidden=256, embedding=64, n_source=128, n_target=128)
+QUICK_TRAIN_SIZE = dict(hidden=32, embedding=8, n_source=8, n_target=8)
+
+
+def _op_cpu(row):
+    return row.get("part", "op") == "op" and row["backend"] == "cpu"
+
+
+TARGETS = (
+    Target("loop_fwdbwd_over_fwdbwd", ">=", 20.0,
+           "cpu kernel forward+backward at least 20x faster than the loop written as the equations read", _op_cpu),
+    Target("ref_fwdbwd_over_fwdbwd", ">=", 2.0,
+           "cpu kernel forward+backward at least 2x faster than the vectorised torch version (cumulative sums, "
+           "autograd backward)", _op_cpu),
+    Target("step_over_controller", "<=", 1.5,
+           "Stack-LSTM training step within 1.5x of the same LSTM controller without the memory",
+           lambda r: r.get("part") == "train_step" and r["kind"] == "stack" and r["backend"] == "cpu"),
+)
+"""The goals of issue 9 (part 4); ``step_over_nn_lstm`` is reported beside them, without a goal."""
 
 _SETTINGS = {
     False: dict(warmup=1, min_repeats=3, min_time=1.0),
@@ -148,6 +197,47 @@ def _steps(kind, backend):
     return fn
 
 
+class Controller(MemoryLSTM):
+    """:class:`rnnlab.models.MemoryLSTM` without its memory: the same ``LSTMCell`` on ``[i_t; r]``, stepped in
+    the same loop, with ``r = 0`` and no push, pop or value heads. The baseline of the training step."""
+
+    def _start(self, batch_size, steps):
+        h = self.h0.unsqueeze(0).expand(batch_size, -1)
+        c = self.c0.unsqueeze(0).expand(batch_size, -1)
+        return None, h, c, self.cell.weight_hh.new_zeros(batch_size, self.heads * self.value_size)
+
+    def _step(self, x, state):
+        _, h, c, r = state
+        h, c = self.cell(torch.cat([x, r], 1), (h, c))
+        return h, (None, h, c, r)
+
+
+def _train_models(kind, backend, m, size, device, seed):
+    """``{"step": MemoryLSTM, "controller": Controller, "nn_lstm": DeepLSTM(1)}`` of the same sizes."""
+    common = dict(n_source=size["n_source"], n_target=size["n_target"], hidden_size=size["hidden"],
+                  embedding_size=size["embedding"])
+    torch.manual_seed(seed)
+    models = {"step": MemoryLSTM(kind=kind, value_size=m, backend=backend, **common),
+              "controller": Controller(kind=kind, value_size=m, backend=backend, **common),
+              "nn_lstm": DeepLSTM(num_layers=1, **common)}
+    return {k: net.to(device) for k, net in models.items()}
+
+
+def _train_step(net, inputs, targets):
+    """One optimizer step as ``python -m rnnlab train transduction`` takes it (RMSProp, clipping at 1)."""
+    opt = torch.optim.RMSprop(net.parameters(), lr=1e-3)
+    params = list(net.parameters())
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = net(inputs)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+    return step
+
+
 def _ratio(num, den):
     return None if num is None or den is None or den <= 0 else num / den
 
@@ -170,15 +260,18 @@ def _memory(kind, backend, v, d, u):
 
 
 def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None, dtype="float32", quick=False,
-        stat="median", reference=True, seed=0, threads=None, progress=None, **timing):
+        stat="median", reference=True, loop=True, train_step=True, seed=0, threads=None, progress=None, **timing):
     """Time ``neural_memory`` and its baselines and measure saved bytes; one dict per (backend, kind, T).
 
     ``T`` defaults to :data:`DEFAULT_T` (:data:`QUICK_T` if ``quick``); ``batch_size`` and
-    ``value_size`` to :data:`DEFAULT_SIZE` (:data:`QUICK_SIZE`); ``reference=False`` skips the torch
-    reference's timings; ``**timing`` overrides ``warmup``, ``min_repeats``, ``min_time``.
-    Keys of a row: the configuration, the times ``fwd_s``, ``fwdbwd_s``, ``steps_fwdbwd_s``,
-    ``ref_fwd_s``, ``ref_fwdbwd_s``, the ratios and the memory columns of the module docstring,
-    ``timings``.
+    ``value_size`` to :data:`DEFAULT_SIZE` (:data:`QUICK_SIZE`); ``reference=False`` skips the vectorised
+    torch version's timings, ``loop=False`` the loop's, ``train_step=False`` the training-step rows;
+    ``**timing`` overrides ``warmup``, ``min_repeats``, ``min_time``.
+    Keys of an op row (``part == "op"``): the configuration, the times ``fwd_s``, ``fwdbwd_s``,
+    ``steps_fwdbwd_s``, ``ref_fwd_s``, ``ref_fwdbwd_s``, ``loop_fwdbwd_s``, the ratios and the memory columns
+    of the module docstring, ``timings``, ``targets``. A training-step row (``part == "train_step"``, after
+    the op rows): ``step_s``, ``controller_s``, ``nn_lstm_s``, ``step_over_controller``,
+    ``step_over_nn_lstm``, the model sizes, ``timings``, ``targets``.
     """
     settings = dict(_SETTINGS[bool(quick)])
     unknown = set(timing) - set(settings)
@@ -205,6 +298,7 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None,
 
     from rnnlab import neural_memory
     from rnnlab.kernels import neural_memory_ref
+    from rnnlab.kernels import neural_memory_loop
 
     rows = []
     total, done = len(backends) * len(kinds) * len(T), 0
@@ -216,19 +310,24 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None,
                 if progress is not None:
                     progress(f"[{done}/{total}] {backend} {kind} T={t} B={B} m={m} {dtype}")
                 v, d, u, gr, gs = _inputs(kind, B, t, m, getattr(torch, dtype), device, seed + t)
-                fns = {"fwd": lambda: neural_memory(kind, v, d, u, backend=backend),
+                fns = {"fwd": functools.partial(neural_memory, kind, v, d, u, backend=backend),
                        "fwdbwd": _fwdbwd(lambda *a: neural_memory(kind, *a, backend=backend), v, d, u, gr, gs),
                        "steps_fwdbwd": _fwdbwd(_steps(kind, backend), v, d, u, gr, gs)}
                 if reference:
-                    fns["ref_fwd"] = lambda: neural_memory_ref(kind, v, d, u)
+                    fns["ref_fwd"] = functools.partial(neural_memory_ref, kind, v, d, u)
                     fns["ref_fwdbwd"] = _fwdbwd(lambda *a: neural_memory_ref(kind, *a), v, d, u, gr, gs)
                 timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
                                      min_time=settings["min_time"], device=device)
-                row = {"benchmark": "memory", "backend": backend, "device": device, "kind": kind, "T": t,
-                       "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads}
-                for name in ("fwd", "fwdbwd", "steps_fwdbwd", "ref_fwd", "ref_fwdbwd"):
+                if loop:
+                    timings.update(time_calls({"loop_fwdbwd": _fwdbwd(lambda *a: neural_memory_loop(kind, *a),
+                                                                      v, d, u, gr, gs)},
+                                              warmup=0, min_repeats=1, min_time=0.0, device=device))
+                row = {"benchmark": "memory", "part": "op", "backend": backend, "device": device, "kind": kind,
+                       "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads}
+                for name in ("fwd", "fwdbwd", "steps_fwdbwd", "ref_fwd", "ref_fwdbwd", "loop_fwdbwd"):
                     row[f"{name}_s"] = timings[name].stat(stat) if name in timings else None
                 row["ref_fwdbwd_over_fwdbwd"] = _ratio(row["ref_fwdbwd_s"], row["fwdbwd_s"])
+                row["loop_fwdbwd_over_fwdbwd"] = _ratio(row["loop_fwdbwd_s"], row["fwdbwd_s"])
                 row["ref_fwd_over_fwd"] = _ratio(row["ref_fwd_s"], row["fwd_s"])
                 row["fwdbwd_over_fwd"] = _ratio(row["fwdbwd_s"], row["fwd_s"])
                 row["steps_over_fwdbwd"] = _ratio(row["steps_fwdbwd_s"], row["fwdbwd_s"])
@@ -237,9 +336,42 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None,
                 row["values_bytes"] = B * H * t * m * v.element_size()
                 row["copy_over_kernel_bytes"] = _ratio(row["saved_copy_bytes"], row["saved_kernel_bytes"])
                 row["timings"] = {k: x.as_dict() for k, x in timings.items()}
+                row["targets"] = check_targets(row, TARGETS)
                 rows.append(row)
                 del v, d, u, gr, gs, fns
                 gc.collect()
+    if train_step:
+        size = QUICK_TRAIN_SIZE if quick else TRAIN_SIZE
+        total, done = len(backends) * len(kinds) * len(T), 0
+        for backend in backends:
+            device = "cuda" if backend == "cuda" else "cpu"
+            for kind in kinds:
+                for t in T:
+                    done += 1
+                    if progress is not None:
+                        progress(f"[train step {done}/{total}] {backend} {kind} T={t} B={B} m={m}")
+                    models = _train_models(kind, backend, m, size, device, seed)
+                    if dtype == "float64":
+                        models = {k: net.double() for k, net in models.items()}
+                    gen = torch.Generator().manual_seed(seed + t)
+                    net = models["step"]
+                    inputs = torch.randint(1, net.num_inputs, (B, t), generator=gen).to(device)
+                    targets = torch.randint(0, net.num_outputs, (B, t), generator=gen).to(device)
+                    fns = {k: _train_step(net, inputs, targets) for k, net in models.items()}
+                    timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
+                                         min_time=settings["min_time"], device=device)
+                    row = {"benchmark": "memory", "part": "train_step", "backend": backend, "device": device,
+                           "kind": kind, "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads,
+                           **size}
+                    for name in fns:
+                        row[f"{name}_s"] = timings[name].stat(stat)
+                    row["step_over_controller"] = _ratio(row["step_s"], row["controller_s"])
+                    row["step_over_nn_lstm"] = _ratio(row["step_s"], row["nn_lstm_s"])
+                    row["timings"] = {k: x.as_dict() for k, x in timings.items()}
+                    row["targets"] = check_targets(row, TARGETS)
+                    rows.append(row)
+                    del models, fns
+                    gc.collect()
     return rows
 
 
@@ -249,7 +381,49 @@ def _mib(n):
     return "-" if n is None else f"{n / 2**20:.3g}"
 
 
+def _verdicts(rows):
+    counts = {}
+    for r in rows:
+        for v in (r.get("targets") or {}).values():
+            counts[v["status"]] = counts.get(v["status"], 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+
+
 def format_table(rows, title=None):
+    """The op rows' table, then the training-step rows' (if any)."""
+    ops = [r for r in rows if r.get("part", "op") == "op"]
+    steps = [r for r in rows if r.get("part") == "train_step"]
+    out = [_format_ops(ops, title)] if ops or not steps else []
+    if steps:
+        out.append(_format_steps(steps, None if ops else title))
+    notes = ["Targets: " + "; ".join(t.description for t in TARGETS) + "."]
+    verdicts = _verdicts(rows)
+    if verdicts:
+        notes.append("Target verdicts: " + verdicts)
+    return "\n\n".join(out + ["\n".join(notes)])
+
+
+def _format_steps(rows, title):
+    columns = [
+        Column("backend", lambda r: r["backend"], "<"),
+        Column("kind", lambda r: r["kind"], "<"),
+        Column("T", lambda r: r["T"]),
+        Column("B", lambda r: r["B"]),
+        Column("hidden", lambda r: r["hidden"]),
+        Column("m", lambda r: r["m"]),
+        Column("memory model", lambda r: format_seconds(r["step_s"])),
+        Column("controller", lambda r: format_seconds(r["controller_s"])),
+        Column("nn.LSTM", lambda r: format_seconds(r["nn_lstm_s"])),
+        Column("model/controller", lambda r: format_ratio(r["step_over_controller"])),
+        Column("model/nn.LSTM", lambda r: format_ratio(r["step_over_nn_lstm"])),
+    ]
+    notes = ["Training step (forward over T steps, cross-entropy, backward, clipping, RMSProp), interleaved: "
+             "memory model = MemoryLSTM with the row's memory; controller = the same LSTMCell loop without the "
+             "memory (r = 0, no heads); nn.LSTM = one torch.nn.LSTM layer of the same size (one fused call)."]
+    return render_table(rows, columns, title=title or "training step", notes=notes)
+
+
+def _format_ops(rows, title):
     columns = [
         Column("backend", lambda r: r["backend"], "<"),
         Column("kind", lambda r: r["kind"], "<"),
@@ -260,6 +434,8 @@ def format_table(rows, title=None):
         Column("steps f+b", lambda r: format_seconds(r["steps_fwdbwd_s"])),
         Column("ref fwd", lambda r: format_seconds(r["ref_fwd_s"])),
         Column("ref f+b", lambda r: format_seconds(r["ref_fwdbwd_s"])),
+        Column("loop f+b", lambda r: format_seconds(r.get("loop_fwdbwd_s"))),
+        Column("loop/kernel", lambda r: format_ratio(r.get("loop_fwdbwd_over_fwdbwd"))),
         Column("ref/kernel f+b", lambda r: format_ratio(r["ref_fwdbwd_over_fwdbwd"])),
         Column("steps/op", lambda r: format_ratio(r["steps_over_fwdbwd"])),
         Column("values", lambda r: _mib(r["values_bytes"])),
@@ -269,7 +445,9 @@ def format_table(rows, title=None):
         Column("saved copy", lambda r: _mib(r["saved_copy_bytes"])),
         Column("copy/op", lambda r: format_ratio(r["copy_over_kernel_bytes"])),
     ]
-    notes = ["Times: the median (or --stat) of interleaved calls; f+b = forward and backward of v, d, u.",
+    notes = ["Times: the median (or --stat) of interleaved calls; f+b = forward and backward of v, d, u. "
+             "ref = the vectorised torch version (cumulative sums per step, autograd); loop = the equations "
+             "row by row (neural_memory_loop, autograd), one call.",
              "Memory in MiB: storages autograd saves for the backward pass (saved_tensors_hooks), inputs included; "
              "'saved steps' adds the value buffer NeuralMemory owns; 'copy' rebuilds V_t by concatenation "
              "every step (O(B T^2 m))."]
@@ -299,7 +477,11 @@ def add_arguments(parser):
     parser.add_argument("--min-time", type=float, metavar="S",
                         help=f"seconds of interleaved timing per row (default {_SETTINGS[False]['min_time']})")
     parser.add_argument("--no-reference", dest="reference", action="store_false",
-                        help="do not time the torch reference (its columns stay empty)")
+                        help="do not time the vectorised torch version (its columns stay empty)")
+    parser.add_argument("--no-loop", dest="loop", action="store_false",
+                        help="do not time the row-by-row loop (it takes about a minute at T = 256)")
+    parser.add_argument("--no-train-step", dest="train_step", action="store_false",
+                        help="skip the training-step comparison (memory model, controller, nn.LSTM)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default 0)")
 
 
@@ -315,11 +497,13 @@ def from_args(args, parser=None):
 
     rows = run(T=args.T, kinds=tuple(args.kinds or KINDS), backends=backends, batch_size=args.batch_size,
                value_size=args.value_size, dtype=args.dtype, quick=args.quick, stat=args.stat,
-               reference=args.reference, seed=args.seed, threads=getattr(args, "threads", None),
+               reference=args.reference, loop=args.loop, train_step=args.train_step, seed=args.seed,
+               threads=getattr(args, "threads", None),
                progress=progress, **timing)
     config = {"T": sorted({r["T"] for r in rows}), "kinds": list(args.kinds or KINDS), "backends": list(backends),
               "batch_size": rows[0]["B"] if rows else None, "value_size": rows[0]["m"] if rows else None,
               "dtype": args.dtype, "quick": args.quick, "stat": args.stat, "reference": args.reference,
+              "loop": args.loop, "train_step": args.train_step,
               "seed": args.seed, "threads": getattr(args, "threads", None),
               "settings": dict(_SETTINGS[bool(args.quick)], **timing)}
     return rows, config

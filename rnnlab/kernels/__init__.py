@@ -8,10 +8,10 @@ from .scan_torch import linear_scan_ref
 from .stack_scan import modal_stack_scan
 from .stack_scan_torch import modal_stack_scan_ref
 from .memory import neural_memory, NeuralMemory
-from .memory_torch import neural_memory_ref, neural_memory_backward_ref
+from .memory_torch import neural_memory_backward_ref, neural_memory_loop, neural_memory_ref
 from .cells import recurrent_cell
 from .cells_torch import cell_step_ref, recurrent_cell_ref, recurrent_cell_backward_ref
 
 __all__ = ["linear_scan", "linear_scan_ref", "modal_stack_scan", "modal_stack_scan_ref", "cuda_simulator_enabled",
-           "neural_memory", "NeuralMemory", "neural_memory_ref", "neural_memory_backward_ref",
+           "neural_memory", "NeuralMemory", "neural_memory_ref", "neural_memory_backward_ref", "neural_memory_loop",
            "recurrent_cell", "cell_step_ref", "recurrent_cell_ref", "recurrent_cell_backward_ref"]

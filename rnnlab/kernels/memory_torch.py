@@ -350,3 +350,63 @@ def step_forward(kind, t, s_prev, V, d_t, u_t):
 
 def step_backward(kind, t, s_prev, s_t, V, d_t, u_t, g_r, g_s, g_V):
     return step_backward_ref(kind, t, s_prev, s_t, V, d_t, u_t, g_r, g_s, g_V)
+
+
+# ---------------------------------------------------------------------------
+# The equations element by element: the slowest, most literal version.
+# ---------------------------------------------------------------------------
+
+def _pop_rows(strengths, u, rule):
+    """Eq. 2 / 4 / 7 / 8 row by row: ``strengths`` a list (bottom to top) of ``(B,)`` tensors."""
+    order = range(len(strengths) - 1, -1, -1) if rule == "top" else range(len(strengths))
+    popped = [None] * len(strengths)
+    ahead = torch.zeros_like(u)                     # Σ of the old strengths of the rows ahead of row i
+    for i in order:
+        popped[i] = _relu(strengths[i] - _relu(u - ahead))
+        ahead = ahead + strengths[i]
+    return popped
+
+
+def _read_rows(strengths, values, rule):
+    """Eq. 3 / 5 / 10 / 11 row by row: ``Σ_i min(s_i, max(0, 1 − Σ_{j ahead of i} s_j)) v_i``."""
+    order = range(len(strengths) - 1, -1, -1) if rule == "top" else range(len(strengths))
+    read = torch.zeros_like(values[0])
+    ahead = torch.zeros_like(strengths[0])
+    for i in order:
+        weight = _min(strengths[i], _relu(1 - ahead))
+        read = read + weight[:, None] * values[i]
+        ahead = ahead + strengths[i]
+    return read
+
+
+def neural_memory_loop(kind, v, d, u):
+    """The memory written as the equations read: a loop over time and, inside it, loops over the rows.
+
+    Same arguments and results as :func:`rnnlab.neural_memory` (public shapes). The memory is a Python
+    list of rows, bottom to top: a value ``(B, m)`` and a strength ``(B,)`` each; a push appends a row (the
+    deque's bottom push inserts one at the front), a pop and a read walk the rows from their end keeping
+    the running sum of the strengths ahead. Every operation is on one row's ``(B,)`` or ``(B, m)`` tensors, so
+    a sequence of length ``T`` costs O(T²) small torch operations (the deque twice as many rows); autograd
+    differentiates it. The ties follow the left-argument rule of :func:`_relu` and :func:`_min`, so its
+    values and gradients equal :func:`neural_memory_ref`'s. It exists to be read, and as the slow baseline
+    of ``python -m rnnlab.bench memory``; many ports of the paper compute the memory this way.
+    """
+    B, T = d.shape[:2]
+    values, strengths, reads, out_strengths = [], [], [], []
+    for t in range(T):
+        if kind == "deque":
+            strengths = _pop_rows(_pop_rows(strengths, u[:, t, 0], "top"), u[:, t, 1], "front")   # eq. 7, 8
+            strengths = [d[:, t, 1]] + strengths + [d[:, t, 0]]                                   # eq. 9
+            values = [v[:, t, 1]] + values + [v[:, t, 0]]
+            reads.append(torch.stack([_read_rows(strengths, values, "top"),                       # eq. 10
+                                      _read_rows(strengths, values, "front")], 1))                # eq. 11
+            zeros = [torch.zeros_like(d[:, t, 0])] * (T - 1 - t)
+            out_strengths.append(torch.stack(zeros + strengths + zeros, 1))   # columns T-1-t .. T+t live
+        else:
+            rule = "top" if kind == "stack" else "front"
+            strengths = _pop_rows(strengths, u[:, t], rule) + [d[:, t]]        # eq. 2 / 4, then eq. 1 / 6
+            values = values + [v[:, t]]
+            reads.append(_read_rows(strengths, values, rule))                 # eq. 3 / 5
+            zeros = [torch.zeros_like(d[:, t])] * (T - 1 - t)
+            out_strengths.append(torch.stack(strengths + zeros, 1))
+    return torch.stack(reads, 1), torch.stack(out_strengths, 1)
