@@ -86,7 +86,7 @@ __all__ = ["run", "format_table", "copy_per_step", "saved_bytes", "Controller", 
 DESCRIPTION = "neural_memory (stack/queue/deque; cpu/cuda kernels) against autograd through the torch reference"
 
 KINDS = ("stack", "queue", "deque")
-DEFAULT_T = (64, 256)
+DEFAULT_T = (128, 256)
 DEFAULT_SIZE = dict(batch_size=10, value_size=256)
 QUICK_T = (16, 32)
 QUICK_SIZE = dict(batch_size=4, value_size=32)
