@@ -259,6 +259,67 @@ def _memory(kind, backend, v, d, u):
     return out
 
 
+def _op_row(backend, kind, t, B, m, dtype, stat, threads, settings, reference, loop, seed):
+    """One row of the op table (see the module docstring)."""
+    from rnnlab import neural_memory
+    from rnnlab.kernels import neural_memory_loop, neural_memory_ref
+
+    device = "cuda" if backend == "cuda" else "cpu"
+    v, d, u, gr, gs = _inputs(kind, B, t, m, getattr(torch, dtype), device, seed + t)
+    fns = {"fwd": functools.partial(neural_memory, kind, v, d, u, backend=backend),
+           "fwdbwd": _fwdbwd(functools.partial(neural_memory, kind, backend=backend), v, d, u, gr, gs),
+           "steps_fwdbwd": _fwdbwd(_steps(kind, backend), v, d, u, gr, gs)}
+    if reference:
+        fns["ref_fwd"] = functools.partial(neural_memory_ref, kind, v, d, u)
+        fns["ref_fwdbwd"] = _fwdbwd(functools.partial(neural_memory_ref, kind), v, d, u, gr, gs)
+    timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
+                         min_time=settings["min_time"], device=device)
+    if loop:  # seconds per call at the paper's sizes: one call, outside the interleaved rounds
+        timings.update(time_calls({"loop_fwdbwd": _fwdbwd(functools.partial(neural_memory_loop, kind),
+                                                          v, d, u, gr, gs)},
+                                  warmup=0, min_repeats=1, min_time=0.0, device=device))
+    row = {"benchmark": "memory", "part": "op", "backend": backend, "device": device, "kind": kind,
+           "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads}
+    for name in ("fwd", "fwdbwd", "steps_fwdbwd", "ref_fwd", "ref_fwdbwd", "loop_fwdbwd"):
+        row[f"{name}_s"] = timings[name].stat(stat) if name in timings else None
+    row["ref_fwdbwd_over_fwdbwd"] = _ratio(row["ref_fwdbwd_s"], row["fwdbwd_s"])
+    row["loop_fwdbwd_over_fwdbwd"] = _ratio(row["loop_fwdbwd_s"], row["fwdbwd_s"])
+    row["ref_fwd_over_fwd"] = _ratio(row["ref_fwd_s"], row["fwd_s"])
+    row["fwdbwd_over_fwd"] = _ratio(row["fwdbwd_s"], row["fwd_s"])
+    row["steps_over_fwdbwd"] = _ratio(row["steps_fwdbwd_s"], row["fwdbwd_s"])
+    row.update(_memory(kind, backend, v, d, u))
+    H = 2 if kind == "deque" else 1
+    row["values_bytes"] = B * H * t * m * v.element_size()
+    row["copy_over_kernel_bytes"] = _ratio(row["saved_copy_bytes"], row["saved_kernel_bytes"])
+    row["timings"] = {k: x.as_dict() for k, x in timings.items()}
+    row["targets"] = check_targets(row, TARGETS)
+    return row
+
+
+def _train_step_row(backend, kind, t, B, m, dtype, stat, threads, settings, size, seed):
+    """One row of the training-step table (see the module docstring)."""
+    device = "cuda" if backend == "cuda" else "cpu"
+    models = _train_models(kind, backend, m, size, device, seed)
+    if dtype == "float64":
+        models = {k: net.double() for k, net in models.items()}
+    gen = torch.Generator().manual_seed(seed + t)
+    net = models["step"]
+    inputs = torch.randint(1, net.num_inputs, (B, t), generator=gen).to(device)
+    targets = torch.randint(0, net.num_outputs, (B, t), generator=gen).to(device)
+    fns = {k: _train_step(net, inputs, targets) for k, net in models.items()}
+    timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
+                         min_time=settings["min_time"], device=device)
+    row = {"benchmark": "memory", "part": "train_step", "backend": backend, "device": device, "kind": kind,
+           "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads, **size}
+    for name in fns:
+        row[f"{name}_s"] = timings[name].stat(stat)
+    row["step_over_controller"] = _ratio(row["step_s"], row["controller_s"])
+    row["step_over_nn_lstm"] = _ratio(row["step_s"], row["nn_lstm_s"])
+    row["timings"] = {k: x.as_dict() for k, x in timings.items()}
+    row["targets"] = check_targets(row, TARGETS)
+    return row
+
+
 def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None, dtype="float32", quick=False,
         stat="median", reference=True, loop=True, train_step=True, seed=0, threads=None, progress=None, **timing):
     """Time ``neural_memory`` and its baselines and measure saved bytes; one dict per (backend, kind, T).
@@ -296,82 +357,20 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None,
         raise ValueError(f"memory.run: dtype must be 'float32' or 'float64', got {dtype!r}")
     threads = match_thread_pools(threads)
 
-    from rnnlab import neural_memory
-    from rnnlab.kernels import neural_memory_ref
-    from rnnlab.kernels import neural_memory_loop
-
+    configurations = [(backend, kind, t) for backend in backends for kind in kinds for t in T]
     rows = []
-    total, done = len(backends) * len(kinds) * len(T), 0
-    for backend in backends:
-        device = "cuda" if backend == "cuda" else "cpu"
-        for kind in kinds:
-            for t in T:
-                done += 1
-                if progress is not None:
-                    progress(f"[{done}/{total}] {backend} {kind} T={t} B={B} m={m} {dtype}")
-                v, d, u, gr, gs = _inputs(kind, B, t, m, getattr(torch, dtype), device, seed + t)
-                fns = {"fwd": functools.partial(neural_memory, kind, v, d, u, backend=backend),
-                       "fwdbwd": _fwdbwd(lambda *a: neural_memory(kind, *a, backend=backend), v, d, u, gr, gs),
-                       "steps_fwdbwd": _fwdbwd(_steps(kind, backend), v, d, u, gr, gs)}
-                if reference:
-                    fns["ref_fwd"] = functools.partial(neural_memory_ref, kind, v, d, u)
-                    fns["ref_fwdbwd"] = _fwdbwd(lambda *a: neural_memory_ref(kind, *a), v, d, u, gr, gs)
-                timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
-                                     min_time=settings["min_time"], device=device)
-                if loop:
-                    timings.update(time_calls({"loop_fwdbwd": _fwdbwd(lambda *a: neural_memory_loop(kind, *a),
-                                                                      v, d, u, gr, gs)},
-                                              warmup=0, min_repeats=1, min_time=0.0, device=device))
-                row = {"benchmark": "memory", "part": "op", "backend": backend, "device": device, "kind": kind,
-                       "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads}
-                for name in ("fwd", "fwdbwd", "steps_fwdbwd", "ref_fwd", "ref_fwdbwd", "loop_fwdbwd"):
-                    row[f"{name}_s"] = timings[name].stat(stat) if name in timings else None
-                row["ref_fwdbwd_over_fwdbwd"] = _ratio(row["ref_fwdbwd_s"], row["fwdbwd_s"])
-                row["loop_fwdbwd_over_fwdbwd"] = _ratio(row["loop_fwdbwd_s"], row["fwdbwd_s"])
-                row["ref_fwd_over_fwd"] = _ratio(row["ref_fwd_s"], row["fwd_s"])
-                row["fwdbwd_over_fwd"] = _ratio(row["fwdbwd_s"], row["fwd_s"])
-                row["steps_over_fwdbwd"] = _ratio(row["steps_fwdbwd_s"], row["fwdbwd_s"])
-                row.update(_memory(kind, backend, v, d, u))
-                H = 2 if kind == "deque" else 1
-                row["values_bytes"] = B * H * t * m * v.element_size()
-                row["copy_over_kernel_bytes"] = _ratio(row["saved_copy_bytes"], row["saved_kernel_bytes"])
-                row["timings"] = {k: x.as_dict() for k, x in timings.items()}
-                row["targets"] = check_targets(row, TARGETS)
-                rows.append(row)
-                del v, d, u, gr, gs, fns
-                gc.collect()
+    for n, (backend, kind, t) in enumerate(configurations, 1):
+        if progress is not None:
+            progress(f"[{n}/{len(configurations)}] {backend} {kind} T={t} B={B} m={m} {dtype}")
+        rows.append(_op_row(backend, kind, t, B, m, dtype, stat, threads, settings, reference, loop, seed))
+        gc.collect()
     if train_step:
         size = QUICK_TRAIN_SIZE if quick else TRAIN_SIZE
-        total, done = len(backends) * len(kinds) * len(T), 0
-        for backend in backends:
-            device = "cuda" if backend == "cuda" else "cpu"
-            for kind in kinds:
-                for t in T:
-                    done += 1
-                    if progress is not None:
-                        progress(f"[train step {done}/{total}] {backend} {kind} T={t} B={B} m={m}")
-                    models = _train_models(kind, backend, m, size, device, seed)
-                    if dtype == "float64":
-                        models = {k: net.double() for k, net in models.items()}
-                    gen = torch.Generator().manual_seed(seed + t)
-                    net = models["step"]
-                    inputs = torch.randint(1, net.num_inputs, (B, t), generator=gen).to(device)
-                    targets = torch.randint(0, net.num_outputs, (B, t), generator=gen).to(device)
-                    fns = {k: _train_step(net, inputs, targets) for k, net in models.items()}
-                    timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
-                                         min_time=settings["min_time"], device=device)
-                    row = {"benchmark": "memory", "part": "train_step", "backend": backend, "device": device,
-                           "kind": kind, "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads,
-                           **size}
-                    for name in fns:
-                        row[f"{name}_s"] = timings[name].stat(stat)
-                    row["step_over_controller"] = _ratio(row["step_s"], row["controller_s"])
-                    row["step_over_nn_lstm"] = _ratio(row["step_s"], row["nn_lstm_s"])
-                    row["timings"] = {k: x.as_dict() for k, x in timings.items()}
-                    row["targets"] = check_targets(row, TARGETS)
-                    rows.append(row)
-                    del models, fns
-                    gc.collect()
+        for n, (backend, kind, t) in enumerate(configurations, 1):
+            if progress is not None:
+                progress(f"[train step {n}/{len(configurations)}] {backend} {kind} T={t} B={B} m={m}")
+            rows.append(_train_step_row(backend, kind, t, B, m, dtype, stat, threads, settings, size, seed))
+            gc.collect()
     return rows
 
 
