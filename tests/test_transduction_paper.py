@@ -24,36 +24,40 @@ def test_collect_evaluates_keeps_notes_and_its_command_resumes_the_run(tmp_path,
     assert rnnlab_main(["train", "transduction", *TINY, "--model", "lstm", "--layers", "2",
                         "--out", str(lstm)]) == 0
     lines = []
-    done = tp.collect([run, lstm], out, notes={"reversal-stack-s3": "a note"}, log=lines.append)
-    assert sorted(done) == ["reversal-lstm2-s0", "reversal-stack-s3"] and len(lines) == 2
-    s = done["reversal-stack-s3"]
+    stack_key = "reversal-stack-s3-h8-m4-e4-v4-pop-2-len2..4-test5..6"
+    lstm_key = "reversal-lstm2-s0-h8-m4-e4-v4-len2..4-test5..6"
+    done = tp.collect([run, lstm], out, notes={stack_key: "a note"}, log=lines.append)
+    assert sorted(done) == [lstm_key, stack_key] and len(lines) == 2
+    s = done[stack_key]
+    assert not s["paper_scale"] and s["differences"]["pop_bias"] == -2.0 and s["differences"]["vocab"] == 4
     assert s["steps_done"] == 4 and not s["completed"] and s["test"] is None and s["evaluation"] is None
     assert [e["step"] for e in s["evaluations"]] == [2, 4] and s["train_seconds"] > 0
     assert s["note"] == "a note" and json.loads(out.read_text()) == done
-    assert done["reversal-lstm2-s0"]["completed"] and done["reversal-lstm2-s0"]["test"]["step"] == 6
+    assert done[lstm_key]["completed"] and done[lstm_key]["test"]["step"] == 6
     cmd = shlex.split(s["command"])
     assert cmd[cmd.index("--pop-bias") + 1] == "-2.0" and cmd[cmd.index("--seed") + 1] == "3"
-    assert "--layers" not in cmd and "--model lstm --layers 2 " in done["reversal-lstm2-s0"]["command"]
+    assert "--layers" not in cmd and "--model lstm --layers 2 " in done[lstm_key]["command"]
     # --evaluate evaluates the last checkpoint and writes evaluation.json into the run folder
     done = tp.collect([run], out, evaluate=True, samples=7, log=lines.append)
-    ev = done["reversal-stack-s3"]["evaluation"]
+    ev = done[stack_key]["evaluation"]
     assert ev["step"] == 4 and ev["test_lengths"]["samples"] == 7 and ev["test_lengths"]["lengths"] == [5, 6]
     assert "run_config" not in ev and (run / "evaluation.json").exists()
-    assert done["reversal-stack-s3"]["note"] == "a note" and "reversal-lstm2-s0" in done  # kept
+    assert done[stack_key]["note"] == "a note" and lstm_key in done  # kept
     # the recorded command (with the tiny run's options) resumes the same run to its end
     argv = cmd[3:] + ["--no-progress"]
     assert rnnlab_main(argv) == 0
     assert "completed at step 6" in capsys.readouterr().out
     done = tp.collect([run], out, log=lines.append)
-    s = done["reversal-stack-s3"]
+    s = done[stack_key]
     assert s["steps_done"] == 6 and s["completed"] and s["evaluation"] is None  # step 4's evaluation dropped
 
 
 def test_main_and_bad_arguments(tmp_path, capsys):
     run, out = tmp_path / "run", tmp_path / "paper.json"
     assert rnnlab_main(["train", "transduction", *TINY, "--model", "queue", "--out", str(run)]) == 0
-    assert tp.main([str(run), "--out", str(out), "--note", "reversal-queue-s0=done"]) == 0
-    assert json.loads(out.read_text())["reversal-queue-s0"]["note"] == "done"
+    key = "reversal-queue-s0-h8-m4-e4-v4-len2..4-test5..6"
+    assert tp.main([str(run), "--out", str(out), "--note", f"{key}=done"]) == 0
+    assert json.loads(out.read_text())[key]["note"] == "done"
     with pytest.raises(SystemExit):
         tp.main([str(run), "--out", str(out), "--note", "no-equals-sign"])
     assert "--note must be KEY=TEXT" in capsys.readouterr().err
@@ -74,5 +78,8 @@ def test_train_command_lists_only_what_differs_from_the_defaults():
     assert tp.train_command(config, "runs/x") == (
         "python -m rnnlab train transduction --task reversal --model lstm --layers 8 --eval-every 500 "
         "--eval-samples 200 --threads 1 --out runs/x")
-    assert tp.run_key(config) == "reversal-lstm8-s0"
+    assert tp.run_key(config) == "reversal-lstm8-s0" and tp.differences(config) == {}
     assert tp.run_key(dict(config, model="deque", seed=2)) == "reversal-deque-s2"
+    small = dict(config, model="stack", hidden=32, values=16, embedding=16, vocab=8, lr=5e-3)
+    assert tp.run_key(small) == "reversal-stack-s0-h32-m16-e16-v8-lr0.005"
+    assert tp.differences(dict(config, pop_bias=-2.0)) == {}            # the Deep LSTM has no pop bias

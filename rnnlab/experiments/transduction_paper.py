@@ -7,8 +7,9 @@
         --note reversal-stack-s0="Trained over two sessions ..."
 
 Each argument is a run folder of ``python -m rnnlab train transduction``. Its summary, keyed
-``<task>-<model>-s<seed>`` (the model written ``lstm8`` for an eight-layer Deep LSTM), holds the run's
-configuration, every validation evaluation, the steps and the training seconds so far, the command that
+``<task>-<model>-s<seed>`` (the model written ``lstm8`` for an eight-layer Deep LSTM; a run that is not at
+the paper's scale gets its differences appended, :func:`run_key`), holds the run's configuration, whether it
+is at the paper's scale and how it differs (``paper_scale``, ``differences``), every validation evaluation, the steps and the training seconds so far, the command that
 trains it (and resumes it: the run folders are resumable) and the command that evaluates its checkpoint, and
 that evaluation: ``evaluation.json`` in the folder, written by ``--evaluate``. An evaluation of an older
 checkpoint than the run's last is not kept; ``--evaluate`` (re)evaluates such runs here (1000 fresh
@@ -23,7 +24,7 @@ import sys
 
 from .run_folder import write_json
 
-__all__ = ["run_key", "train_command", "summarise_run", "collect", "main"]
+__all__ = ["run_key", "differences", "train_command", "summarise_run", "collect", "main"]
 
 _FLAGS = (("layers", "--layers"), ("hidden", "--hidden"), ("values", "--values"), ("embedding", "--embedding"),
           ("vocab", "--vocab"), ("lr", "--lr"), ("optimizer", "--optimizer"), ("batch_size", "--batch-size"),
@@ -31,10 +32,39 @@ _FLAGS = (("layers", "--layers"), ("hidden", "--hidden"), ("values", "--values")
           ("eval_samples", "--eval-samples"), ("test_samples", "--test-samples"), ("seed", "--seed"))
 
 
+_SHORT = (("hidden", "h"), ("values", "m"), ("embedding", "e"), ("vocab", "v"), ("lr", "lr"), ("batch_size", "b"),
+          ("clip", "clip"), ("optimizer", ""), ("pop_bias", "pop"), ("train_lengths", "len"),
+          ("test_lengths", "test"))
+
+
+def differences(config):
+    """``{setting: value}`` for the settings of the run that are not the paper's (:data:`PAPER`): sizes,
+    vocabulary, optimisation, pop bias (memory models), lengths. Empty for a run at the paper's scale."""
+    from .transduction import PAPER
+
+    out = {}
+    for key, _ in _SHORT:
+        if key == "pop_bias" and config["model"] == "lstm":
+            continue
+        value = config[key]
+        if (list(value) if isinstance(value, (list, tuple)) else value) != (
+                list(PAPER[key]) if isinstance(PAPER[key], tuple) else PAPER[key]):
+            out[key] = value
+    return out
+
+
 def run_key(config):
-    """``<task>-<model>-s<seed>``; the Deep LSTM's model is written with its depth (``lstm8``)."""
+    """``<task>-<model>-s<seed>``, the Deep LSTM's model written with its depth (``lstm8``); a run that
+    differs from the paper's configuration gets the differences appended (``-h32-m16-v8-lr0.005``,
+    ``-len2..8``)."""
     model = f"lstm{config['layers']}" if config["model"] == "lstm" else config["model"]
-    return f"{config['task']}-{model}-s{config['seed']}"
+    key = f"{config['task']}-{model}-s{config['seed']}"
+    short = dict(_SHORT)
+    for name, value in differences(config).items():
+        text = f"{value[0]}..{value[1]}" if isinstance(value, (list, tuple)) else f"{value:g}" if isinstance(
+            value, float) else str(value)
+        key += f"-{short[name]}{text}"
+    return key
 
 
 def train_command(config, run_dir):
@@ -91,6 +121,8 @@ def summarise_run(run_dir, evaluate=False, samples=1000, seed=1000):
                              f"{config['model']} --evaluate --fresh-samples {samples} --out {run_dir}"),
         "config": config,
         "evaluations": epochs,
+        "paper_scale": not differences(config),
+        "differences": differences(config),
         "steps_done": step,
         "train_seconds": steps[-1]["time"] if steps else 0.0,
         "completed": "test" in metrics,
