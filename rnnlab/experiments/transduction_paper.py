@@ -8,10 +8,12 @@
 
 Each argument is a run folder of ``python -m rnnlab train transduction``. Its summary, keyed
 ``<task>-<model>-s<seed>`` (the model written ``lstm8`` for an eight-layer Deep LSTM; a run that is not at
-the paper's scale gets its differences appended, :func:`run_key`), holds the run's configuration, whether it
-is at the paper's scale and how it differs (``paper_scale``, ``differences``), every validation evaluation, the steps and the training seconds so far, the command that
-trains it (and resumes it: the run folders are resumable) and the command that evaluates its checkpoint, and
-that evaluation: ``evaluation.json`` in the folder, written by ``--evaluate``. An evaluation of an older
+the paper's scale gets its differences appended, :func:`run_key`), holds the run's configuration, whether
+it is at the paper's scale and how it differs (``paper_scale``, ``differences``), every validation
+evaluation, the steps and the training seconds so far (wall time, pauses included), the run's own test
+once it has completed, the command that trains it (and resumes it: the run folders are resumable) and the
+command that evaluates its checkpoint, and that evaluation: ``evaluation.json`` in the folder, written by
+``--evaluate``. An evaluation of an older
 checkpoint than the run's last is not kept; ``--evaluate`` (re)evaluates such runs here (1000 fresh
 sequences at the training and at the test lengths, as the paper scores). Summaries already in ``--out``
 and not named again are kept, and so are their notes; ``--note KEY=TEXT`` sets a note.
@@ -160,7 +162,8 @@ def main(argv=None):
     parser.add_argument("runs", nargs="+", help="run folders of python -m rnnlab train transduction")
     parser.add_argument("--out", required=True, help="the JSON file of summaries (read, extended, rewritten)")
     parser.add_argument("--note", action="append", default=[], metavar="KEY=TEXT",
-                        help="a note on the run KEY (<task>-<model>-s<seed>); repeatable")
+                        help="a note on the run KEY (<task>-<model>-s<seed>, with its differences from the "
+                             "paper's configuration appended: the key the collection prints); repeatable")
     parser.add_argument("--evaluate", action="store_true",
                         help="evaluate checkpoints that have no evaluation of their last step")
     parser.add_argument("--samples", type=int, default=1000, help="--evaluate: sequences per set (default 1000)")
