@@ -52,7 +52,7 @@ import operator
 import pathlib
 import sys
 
-__all__ = ["BENCHMARKS", "load", "Target", "check_targets", "Column", "render_table",
+__all__ = ["BENCHMARKS", "load", "Target", "check_targets", "verdict_counts", "Column", "render_table",
            "format_seconds", "format_ratio", "default_json_path", "write_json", "RESULTS_DIR",
            "positive_int", "ratio_with_verdict"]
 
@@ -122,6 +122,16 @@ def check_targets(row, targets):
         if verdict is not None:
             out[target.key] = verdict
     return out
+
+
+def verdict_counts(rows):
+    """``"12 PASS, 2 MISS"``: the target verdicts of ``rows`` (their ``"targets"``) counted by status;
+    ``""`` when no row has one."""
+    counts = {}
+    for r in rows:
+        for v in (r.get("targets") or {}).values():
+            counts[v["status"]] = counts.get(v["status"], 0) + 1
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
 # ---------------------------------------------------------------- table

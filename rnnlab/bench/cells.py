@@ -60,7 +60,7 @@ import sys
 import torch
 
 from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
-               ratio_with_verdict, render_table)
+               ratio_with_verdict, render_table, verdict_counts)
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "KINDS", "DEFAULT_T", "DEFAULT_SIZE", "QUICK_T", "QUICK_SIZE",
@@ -283,12 +283,9 @@ def format_table(rows, title=None):
     if spin:
         notes.append(spin)
     notes.append("Targets: " + "; ".join(t.description for t in TARGETS) + ".")
-    counts = {}
-    for r in rows:
-        for v in (r.get("targets") or {}).values():
-            counts[v["status"]] = counts.get(v["status"], 0) + 1
+    counts = verdict_counts(rows)
     if counts:
-        notes.append("Target verdicts: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        notes.append("Target verdicts: " + counts)
     return render_table(rows, columns, title=title, notes=notes)
 
 

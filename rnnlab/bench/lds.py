@@ -68,7 +68,8 @@ import sys
 import torch
 from torch import nn
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
+               render_table, verdict_counts)
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "build_model", "LoopRNN", "MODELS", "DEFAULT_MODELS", "MODEL_LABELS",
@@ -435,12 +436,9 @@ def format_table(rows, *, title=None):
     if spin:
         notes.append(spin)
     notes.append("Targets: " + "; ".join(t.description for t in TARGETS) + ".")
-    counts = {}
-    for r in rows:
-        for v in (r.get("targets") or {}).values():
-            counts[v["status"]] = counts.get(v["status"], 0) + 1
+    counts = verdict_counts(rows)
     if counts:
-        notes.append("Target verdicts: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        notes.append("Target verdicts: " + counts)
     return render_table(rows, columns, title=title, notes=notes)
 
 

@@ -76,7 +76,8 @@ import sys
 
 import torch
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
+               render_table, verdict_counts)
 from ..models import DeepLSTM, MemoryLSTM
 from .timing import match_thread_pools, time_calls
 
@@ -380,14 +381,6 @@ def _mib(n):
     return "-" if n is None else f"{n / 2**20:.3g}"
 
 
-def _verdicts(rows):
-    counts = {}
-    for r in rows:
-        for v in (r.get("targets") or {}).values():
-            counts[v["status"]] = counts.get(v["status"], 0) + 1
-    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-
-
 def format_table(rows, title=None):
     """The op rows' table, then the training-step rows' (if any)."""
     ops = [r for r in rows if r.get("part", "op") == "op"]
@@ -396,7 +389,7 @@ def format_table(rows, title=None):
     if steps:
         out.append(_format_steps(steps, None if ops else title))
     notes = ["Targets: " + "; ".join(t.description for t in TARGETS) + "."]
-    verdicts = _verdicts(rows)
+    verdicts = verdict_counts(rows)
     if verdicts:
         notes.append("Target verdicts: " + verdicts)
     return "\n\n".join(out + ["\n".join(notes)])

@@ -56,7 +56,8 @@ import sys
 
 import torch
 
-from . import Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int, render_table
+from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
+               render_table, verdict_counts)
 from .timing import available_memory_bytes, match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "DEFAULT_T", "DEFAULT_SIZES", "DEFAULT_DTYPES", "A_FORMS",
@@ -450,14 +451,11 @@ def format_table(rows, *, title=None):
     skipped = [r for r in rows if r.get("skipped")]
     for r in skipped:
         notes.append(f"skipped {r['backend']} {r['dtype']} T={r['T']} {r['B']}x{r['C']}: {r['skipped']}")
-    counts = {}
-    for r in rows:
-        for v in (r.get("targets") or {}).values():
-            counts[v["status"]] = counts.get(v["status"], 0) + 1
+    counts = verdict_counts(rows)
     targets = "; ".join(t.description for t in TARGETS)
     notes.append(f"Targets (cpu backend): {targets}.")
     if counts:
-        notes.append("Target verdicts: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+        notes.append("Target verdicts: " + counts)
     return render_table(rows, _columns(), title=title, notes=notes)
 
 
