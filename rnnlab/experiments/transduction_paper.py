@@ -28,12 +28,6 @@ from .run_folder import write_json
 
 __all__ = ["run_key", "differences", "train_command", "summarise_run", "collect", "main"]
 
-_FLAGS = (("layers", "--layers"), ("hidden", "--hidden"), ("values", "--values"), ("embedding", "--embedding"),
-          ("vocab", "--vocab"), ("lr", "--lr"), ("optimizer", "--optimizer"), ("batch_size", "--batch-size"),
-          ("clip", "--clip"), ("pop_bias", "--pop-bias"), ("steps", "--steps"), ("eval_every", "--eval-every"),
-          ("eval_samples", "--eval-samples"), ("test_samples", "--test-samples"), ("seed", "--seed"))
-
-
 _SHORT = (("hidden", "h"), ("values", "m"), ("embedding", "e"), ("vocab", "v"), ("lr", "lr"), ("batch_size", "b"),
           ("clip", "clip"), ("optimizer", ""), ("pop_bias", "pop"), ("train_lengths", "len"),
           ("test_lengths", "test"))
@@ -70,24 +64,20 @@ def run_key(config):
 
 
 def train_command(config, run_dir):
-    """The command line that trained the run in ``run_dir`` (and resumes it): the options that differ from
-    ``python -m rnnlab train transduction``'s defaults, and ``--threads``."""
-    from .transduction import PAPER
+    """The command line that trained the run in ``run_dir`` (and resumes it): ``--task``, ``--model``, then,
+    in the parser's order, every option of ``python -m rnnlab train transduction``
+    (:func:`~rnnlab.experiments.transduction.add_arguments`) whose value in ``config`` is not its default."""
+    from .transduction import add_arguments
 
-    defaults = dict(PAPER, layers=1, seed=0)
+    values = dict(config, min_len=config["train_lengths"][0], max_len=config["train_lengths"][1],
+                  test_min_len=config["test_lengths"][0], test_max_len=config["test_lengths"][1],
+                  clip=config["clip"] or 0)                      # the command line writes "no clipping" as 0
     parts = ["python -m rnnlab train transduction", "--task", config["task"], "--model", config["model"]]
-    for key, flag in _FLAGS:
-        if key == "layers" and config["model"] != "lstm":
+    for action in add_arguments(argparse.ArgumentParser())._actions:
+        if action.dest in ("task", "model") or action.dest not in values or not action.option_strings:
             continue
-        value = config.get(key, defaults[key])
-        if value != defaults[key] and not (key == "clip" and value is None and defaults[key] is None):
-            parts += [flag, str(0 if value is None else value)]
-    for key, flags in (("train_lengths", ("--min-len", "--max-len")),
-                       ("test_lengths", ("--test-min-len", "--test-max-len"))):
-        if tuple(config[key]) != tuple(PAPER[key]):
-            parts += [flags[0], str(config[key][0]), flags[1], str(config[key][1])]
-    if config.get("threads"):
-        parts += ["--threads", str(config["threads"])]
+        if values[action.dest] != action.default:
+            parts += [action.option_strings[0], str(values[action.dest])]
     parts += ["--out", str(run_dir)]
     return " ".join(parts)
 
