@@ -1,0 +1,67 @@
+"""Schematics of the book, drawn by code.
+
+Each schematic is a function that returns a matplotlib ``Figure`` drawn from
+the real numbers of its page's worked example (the six steps of the scans
+chapter, the kernels' launch constants), so the picture and the page cannot
+drift apart. :data:`FIGURES` registers each one with the SVG file it writes
+beside its chapter; a page includes that file with a ``{figure}`` directive.
+
+``python -m rnnlab.figures`` regenerates every SVG (``--check`` only reports
+the stale ones); ``tests/test_figures.py`` checks that the committed files
+are current. The output is deterministic: a fixed ``svg.hashsalt``, no date
+in the metadata, and text kept as text (``svg.fonttype = 'none'``).
+"""
+from __future__ import annotations
+
+import io
+import pathlib
+
+from . import scans
+
+__all__ = ["FIGURES", "render", "write", "stale"]
+
+FIGURES = {
+    "affine_steps": (scans.affine_steps, "book/scans/figures/affine_steps.svg"),
+    "scan_tree": (scans.scan_tree, "book/scans/figures/scan_tree.svg"),
+    "backward_scan": (scans.backward_scan, "book/scans/figures/backward_scan.svg"),
+    "kernel_layout": (scans.kernel_layout, "book/scans/figures/kernel_layout.svg"),
+}
+"""name -> (function returning a Figure, the SVG file it is saved to, relative
+to the repository root)."""
+
+SVG_RC = {"svg.hashsalt": "rnnlab", "svg.fonttype": "none", "svg.image_inline": True}
+"""The rcParams that make the SVG output deterministic."""
+
+
+def render(name):
+    """The SVG text of the registered figure ``name``."""
+    import matplotlib
+
+    function, _ = FIGURES[name]
+    with matplotlib.rc_context(SVG_RC):
+        fig = function()
+        buffer = io.StringIO()
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    return buffer.getvalue()
+
+
+def write(root=".", names=None):
+    """Write the SVG of every registered figure (or of ``names``) under ``root``;
+    return the paths written."""
+    written = []
+    for name in names or FIGURES:
+        path = pathlib.Path(root) / FIGURES[name][1]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(name))
+        written.append(path)
+    return written
+
+
+def stale(root="."):
+    """The names of the registered figures whose committed SVG is missing or differs."""
+    out = []
+    for name, (_, rel) in FIGURES.items():
+        path = pathlib.Path(root) / rel
+        if not path.exists() or path.read_text() != render(name):
+            out.append(name)
+    return out
