@@ -3,13 +3,17 @@
     sync-setup        rewrite the first (setup) cell of every notebook from _config.yml
     check             what the test suite checks about the stored notebooks
     execute NB...     re-execute notebooks in place, as the book build does
-    student OUT/      write the student version of every chapter notebook under OUT/
+    editions          write the notebook editions Colab and Jupyter open: full/ and student/
+    student OUT/      write only the student edition, under OUT/
+    lint [PATH...]    the conventions of CONTRIBUTING.md, checked (book/conforming.txt: must pass)
 
 The repository URL is written once, in ``_config.yml`` (``repository.url``);
 the first code cell of every notebook installs rnnlab from that URL when it is
 missing (on Colab). After changing the URL in a fork, run ``sync-setup``.
-Student notebooks (:mod:`rnnlab.book.student`) are generated, never edited by
-hand; the repository keeps them in ``student/``.
+The editions (:mod:`rnnlab.book.editions`: the MyST converted by
+:mod:`rnnlab.book.myst`; the student edition without solutions, from
+:mod:`rnnlab.book.student`) are generated, never edited by hand; the
+repository keeps them in ``full/`` and ``student/``.
 """
 from .maintenance import (SETUP_MARKER, check, execute, notebooks, repository_url,  # noqa: F401
                           setup_cell_source, sync_setup, toc_files)

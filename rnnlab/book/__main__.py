@@ -1,19 +1,19 @@
-"""``python -m rnnlab.book sync-setup | check | execute NB... | student OUT/``."""
+"""``python -m rnnlab.book sync-setup | check | execute NB... | editions | student OUT/ | lint [PATH...]``."""
 import argparse
 import sys
 
 from . import __doc__ as DOC
 from .maintenance import check, execute, notebooks, sync_setup
-from .student import stale_student_notebooks, write_student_notebooks
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m rnnlab.book", description=DOC.split("\n\n")[0],
                                      epilog=DOC.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["sync-setup", "check", "execute", "student"])
+    parser.add_argument("command", choices=["sync-setup", "check", "execute", "editions", "student", "lint"])
     parser.add_argument("paths", nargs="*", metavar="PATH",
-                        help="execute: the notebooks to run; student: the output folder")
+                        help="execute: the notebooks to run; student: the output folder; "
+                             "lint: notebooks or chapter folders (default: all)")
     parser.add_argument("--root", default=".", help="repository root (where _config.yml is)")
     args = parser.parse_args(argv)
     if args.command == "sync-setup":
@@ -26,13 +26,37 @@ def main(argv=None):
         for nb in args.paths:
             print(f"{nb}: executed in {execute(nb):.1f} s")
         return 0
+    if args.command == "editions":
+        from .editions import write_editions
+
+        if args.paths:
+            parser.error("editions takes no PATH: it writes full/ and student/ under --root")
+        written = write_editions(args.root)
+        print(f"wrote {len(written)} edition notebooks under full/ and student/")
+        return 0
     if args.command == "student":
+        from .student import write_student_notebooks
+
         if len(args.paths) != 1:
             parser.error("student needs one output folder, e.g. `python -m rnnlab.book student student/`")
         written = write_student_notebooks(args.paths[0], args.root)
         print(f"wrote {len(written)} student notebooks under {args.paths[0]}")
         return 0
-    problems = check(args.root) + stale_student_notebooks(args.root)
+    if args.command == "lint":
+        from .lint import conforming, lint, report
+
+        try:
+            results = lint(args.root, args.paths or None)
+        except ValueError as exc:
+            parser.error(str(exc))
+        text, failed = report(results, conforming(args.root))
+        print(text)
+        if args.paths:      # notebooks named on the command line: each must pass
+            failed = any(problems for problems, _ in results.values())
+        return 1 if failed else 0
+    from .editions import stale_editions
+
+    problems = check(args.root) + stale_editions(args.root)
     for p in problems:
         print(p)
     print(f"{len(notebooks(args.root))} notebooks checked, {len(problems)} problems")

@@ -64,7 +64,10 @@ def test_every_chapter_page_launches_the_full_and_the_student_notebook(built_boo
             path = _repo_path(href)
             assert (ROOT / path).is_file(), f"{rel}: {text} opens {path}, which does not exist"
             if text == "Colab (full)":
-                assert path == nb_path.relative_to(ROOT).as_posix()
+                assert path == f"full/{nb_path.relative_to(ROOT / 'book').as_posix()}", path
+                full = json.loads((ROOT / path).read_text())
+                assert full["metadata"]["rnnlab"] == {"edition": "full",
+                                                      "source": nb_path.relative_to(ROOT).as_posix()}
             else:
                 assert path.startswith(f"{st.STUDENT_DIR}/"), path
                 student = json.loads((ROOT / path).read_text())

@@ -1,0 +1,284 @@
+"""``python -m rnnlab.book lint``: the mechanical part of CONTRIBUTING.md, checked.
+
+For every chapter notebook:
+
+* **frame**: admonitions titled *What you will learn* and *What you need*
+  before the second code cell; *Summary* and *Where next* after the last
+  exercise, followed by nothing but reproduction notes (cells tagged
+  ``reproduction``, markdown cells holding only reproduction admonitions) and
+  hidden guard cells (``remove-input``);
+* **difficulty**: every ``{exercise}`` title starts with ★, ★★ or ★★★;
+* **logistics**: no main-line prose (markdown outside reproduction notes, code
+  spans, code blocks and math) uses the vocabulary of :data:`LOGISTICS`;
+* **alt text**: every ``{figure}``/``{image}`` has ``:alt:``, every Markdown image
+  a non-empty alt text;
+* **checks**: no printed output line that is a bare ``True``/``False`` verdict
+  (a check prints a sentence; a guard assertion lives in a ``remove-input`` cell).
+
+A cell is exempted from every rule by a reason in its metadata,
+``{"rnnlab": {"lint-exempt": "why"}}``; the report lists the exemptions it
+accepted. ``book/conforming.txt`` lists the chapters that conform: the lint
+fails (exit 1) when one of their notebooks has a problem, and reports the
+others' problems without failing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import re
+
+from .maintenance import notebooks
+from .myst import ADMONITIONS, DIFFICULTY, directive_of, parse
+
+CONFORMING = "book/conforming.txt"
+REPRODUCTION_TAG = "reproduction"
+TOP = ("What you will learn", "What you need")
+BOTTOM = ("Summary", "Where next")
+
+# The record of how a number was made, which belongs in the reproduction notes (TEACHING.md).
+LOGISTICS = {
+    "this machine": re.compile(r"\b(this|our|the same) machine\b", re.I),
+    "a count of cores": re.compile(r"\b(\d+|two|one|four|eight|sixteen)[ -](CPU[ -])?cores?\b", re.I),
+    "load average": re.compile(r"\bload average\b", re.I),
+    "the issue": re.compile(r"\b(the|this|an|that) issue\b", re.I),
+    "a PASS/FAIL verdict": re.compile(r"\b(PASS|FAIL|PASSED|FAILED)\b"),
+    "Ctrl-C": re.compile(r"\bCtrl[- ]?C\b", re.I),
+    "a commit hash": re.compile(r"\bcommit [0-9a-f]{6,40}\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+    "a shell command": re.compile(r"\bpython3? -m\b|\bmake (test|book|bench|student|editions)\b|\bpip install\b"),
+    "a run-folder name": re.compile(r"\b[a-z]+(?=(?:-[\w.]+){4,})(?=\S*\d)(?:-[\w.]+){4,}\b"),
+    "wall-clock time": re.compile(r"\bwall[- ]clock\b", re.I),
+    "a process signal": re.compile(r"\bSIG(STOP|CONT|INT|KILL|TERM)\b"),
+}
+_BOOL_LINE = re.compile(r"(^|[:=]\s*)(True|False)\s*$")
+
+
+@dataclasses.dataclass
+class Problem:
+    notebook: str
+    cell: int | None      # 1-based, None for the whole notebook
+    rule: str
+    message: str
+
+    def __str__(self):
+        where = f"{self.notebook}" + (f", cell {self.cell}" if self.cell else "")
+        return f"{where}: [{self.rule}] {self.message}"
+
+
+def _source(cell):
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _tags(cell):
+    return cell.get("metadata", {}).get("tags", []) or []
+
+
+def exemption(cell):
+    """The reason a cell is exempted from the lint, or None."""
+    reason = (cell.get("metadata", {}).get("rnnlab") or {}).get("lint-exempt")
+    return str(reason).strip() or None if reason is not None else None
+
+
+def _classes(d):
+    return str(d.options.get("class", "")).split()
+
+
+def _admonition_titles(text):
+    """Titles of the admonitions in a markdown text (top level and nested)."""
+    titles = []
+    lines = text.split("\n")
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is not None and d.name in ADMONITIONS:
+            titles.append(d.argument.strip())
+            titles += _admonition_titles(d.body)
+    return titles
+
+
+def _is_reproduction_only(text):
+    """A markdown text made only of reproduction admonitions (and blank lines)."""
+    lines = text.split("\n")
+    covered = set()
+    found = False
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is not None and REPRODUCTION_TAG in _classes(d):
+            covered.update(range(d.start, d.end))
+            found = True
+    return found and all(i in covered or not line.strip() for i, line in enumerate(lines))
+
+
+def main_line_prose(text):
+    """The prose of a markdown text that a student reads on the main line: text of
+    paragraphs, headings, lists and tables, and of directive bodies (exercises,
+    theorems, solutions, admonitions), but not of reproduction admonitions, code
+    spans, code blocks or math. Returns a list of strings."""
+    out = []
+    lines = text.split("\n")
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is not None:
+            if REPRODUCTION_TAG in _classes(d) or d.name in ("code-block", "code", "math"):
+                continue
+            out.append(d.argument)
+            out += main_line_prose(d.body)
+            continue
+        if tok.type == "inline":
+            out.append("".join(c.content if c.type == "text" else " " for c in tok.children or []
+                               if c.type in ("text", "softbreak", "hardbreak")))
+    return [t for t in out if t.strip()]
+
+
+def _figures_without_alt(text):
+    problems = []
+    lines = text.split("\n")
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is not None:
+            if d.name in ("figure", "image") and not str(d.options.get("alt", "")).strip():
+                problems.append(f"the {{{d.name}}} {d.argument} has no :alt: text")
+            if d.name not in ("code-block", "code", "math"):
+                problems += _figures_without_alt(d.body)
+            continue
+        if tok.type == "inline":
+            for child in tok.children or []:
+                if child.type == "image" and not "".join(c.content for c in child.children or []).strip():
+                    problems.append(f"the image {child.attrs.get('src')} has no alt text")
+    return problems
+
+
+def _exercise_titles(text):
+    lines = text.split("\n")
+    found = []
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is not None and d.name == "exercise":
+            found.append((d.options.get("label", "?"), d.argument))
+    return found
+
+
+def lint_notebook(nb, name):
+    """``(problems, exemptions)`` of one notebook: lists of :class:`Problem` and
+    ``(cell, reason)``."""
+    problems, exemptions = [], []
+    cells = nb["cells"]
+    code_seen = 0
+    top_found, bottom_at, last_exercise = set(), {}, None
+    for n, cell in enumerate(cells, 1):
+        reason = exemption(cell)
+        if reason:
+            exemptions.append((n, reason))
+        kind = cell["cell_type"]
+        text = _source(cell)
+        if kind == "code":
+            code_seen += 1
+            if reason or REPRODUCTION_TAG in _tags(cell) or "remove-input" in _tags(cell):
+                continue
+            bools = [line for out in cell.get("outputs", []) if out.get("output_type") == "stream"
+                     for line in "".join(out.get("text", "")).splitlines() if _BOOL_LINE.search(line.strip())]
+            for out in cell.get("outputs", []):
+                data = out.get("data", {}).get("text/plain")
+                if out.get("output_type") == "execute_result" and data is not None:
+                    plain = "".join(data).strip()
+                    if plain in ("True", "False") or re.fullmatch(r"[\[(](\s*(True|False),?\s*)+[\])]", plain):
+                        bools.append(plain)
+            if bools:
+                problems.append(Problem(name, n, "checks", f"{len(bools)} output line(s) that are a bare "
+                                        f"True/False verdict (first: {bools[0][:70]!r}); print a sentence, or "
+                                        f"guard in a remove-input cell"))
+            continue
+        if kind != "markdown":
+            continue
+        titles = _admonition_titles(text)
+        if code_seen < 2:
+            top_found.update(t for t in titles if t in TOP)
+        for t in titles:
+            if t in BOTTOM:
+                bottom_at[t] = n
+        for label, title in _exercise_titles(text):
+            last_exercise = n
+            if reason:
+                continue
+            if not DIFFICULTY.match(title):
+                problems.append(Problem(name, n, "difficulty", f"the exercise {label} ({title!r}) has no "
+                                        "difficulty: start its title with ★, ★★ or ★★★ and a space"))
+        if reason:
+            continue
+        for msg in _figures_without_alt(text):
+            problems.append(Problem(name, n, "alt-text", msg))
+        if REPRODUCTION_TAG in _tags(cell):
+            continue
+        for prose in main_line_prose(text):
+            for what, pattern in LOGISTICS.items():
+                m = pattern.search(prose)
+                if m:
+                    lo = max(0, m.start() - 30)
+                    problems.append(Problem(name, n, "logistics", f"{what} in the main line: "
+                                            f"…{' '.join(prose[lo:m.end() + 30].split())}… "
+                                            "(move it into reproduction notes)"))
+    for t in TOP:
+        if t not in top_found:
+            problems.append(Problem(name, None, "frame", f"no {t!r} admonition before the second code cell"))
+    for t in BOTTOM:
+        if t not in bottom_at:
+            problems.append(Problem(name, None, "frame", f"no {t!r} admonition at the end"))
+        elif last_exercise is not None and bottom_at[t] < last_exercise:
+            problems.append(Problem(name, bottom_at[t], "frame", f"{t!r} comes before the last exercise "
+                                    f"(cell {last_exercise})"))
+    if "Where next" in bottom_at:
+        for n, cell in enumerate(cells[bottom_at["Where next"]:], bottom_at["Where next"] + 1):
+            tags = _tags(cell)
+            if (REPRODUCTION_TAG in tags or "remove-input" in tags or "remove-cell" in tags or exemption(cell)
+                    or (cell["cell_type"] == "markdown" and _is_reproduction_only(_source(cell)))):
+                continue
+            problems.append(Problem(name, n, "frame", "only reproduction notes may follow 'Where next'"))
+            break
+    return problems, exemptions
+
+
+def conforming(root="."):
+    """The chapters (folders of book/) listed in book/conforming.txt."""
+    path = pathlib.Path(root) / CONFORMING
+    if not path.exists():
+        return []
+    return [line.split("#")[0].strip() for line in path.read_text(encoding="utf8").splitlines()
+            if line.split("#")[0].strip()]
+
+
+def lint(root=".", paths=None):
+    """``{notebook path relative to root: (problems, exemptions)}`` for the chapter
+    notebooks (or those under ``paths``: notebooks or chapter folders)."""
+    root = pathlib.Path(root)
+    selected = notebooks(root)
+    if paths:
+        wanted = [pathlib.Path(p).resolve() for p in paths]
+        selected = [nb for nb in selected
+                    if any(nb.resolve() == w or w in nb.resolve().parents for w in wanted)]
+        if not selected:
+            raise ValueError(f"no chapter notebook under {', '.join(map(str, paths))}")
+    out = {}
+    for path in selected:
+        rel = path.relative_to(root).as_posix()
+        out[rel] = lint_notebook(json.loads(path.read_text(encoding="utf8")), rel)
+    return out
+
+
+def report(results, chapters):
+    """The lint's report (a string) and whether a conforming chapter failed."""
+    lines, failed = [], False
+    for rel, (problems, exemptions) in results.items():
+        chapter = rel.split("/")[1]
+        listed = chapter in chapters
+        status = "ok" if not problems else ("FAILS (conforming chapter)" if listed else "does not conform yet")
+        failed |= listed and bool(problems)
+        rules = sorted({p.rule for p in problems})
+        lines.append(f"{rel}: {status}" + (f": {len(problems)} problem(s) ({', '.join(rules)})" if problems else ""))
+        for p in problems:
+            lines.append(f"    {p}")
+        for cell, reason in exemptions:
+            lines.append(f"    exemption accepted: cell {cell}: {reason}")
+    ok = sum(1 for problems, _ in results.values() if not problems)
+    lines.append(f"{ok} of {len(results)} notebooks pass; conforming chapters ({CONFORMING}): "
+                 f"{', '.join(chapters) or 'none'}")
+    return "\n".join(lines), failed

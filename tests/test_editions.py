@@ -1,0 +1,225 @@
+"""The notebook editions (full/ and student/) and the MyST converter behind them.
+
+One small book is built in a temporary folder (two pages, a bibliography, a
+figure); each test converts one construct and compares the Markdown with what
+the online book shows. Then the real editions: current, and free of MyST.
+"""
+import json
+import pathlib
+import re
+
+import pytest
+
+from rnnlab.book import editions, myst
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BASE = "https://example.org/book/"
+
+BIB = """@article{smith2001, title={A}, author={Smith, Ann}, journal={J}, year={2001}}
+@article{lee2005, title={B}, author={Lee, Bo and Kim, Cy}, journal={J}, year={2005}}
+@article{roe2010, title={C}, author={Roe, D. and Poe, E. and M{\\"u}ller, F.}, journal={J}, year={2010}}
+"""
+
+PAGE_A = [
+    "# Page A\n\nWe follow {cite}`smith2001` and {cite:t}`lee2005`.",
+    "(sec-a)=\n## First section\n\n$$\nx = 1\n$$ (eq-a)\n\n```{prf:theorem} Title with $x$\n:label: thm-a\n\nBody.\n```",
+    "```{prf:theorem} Unnumbered\n:label: thm-b\n:nonumber:\n\nStatement.\n```\n\n```{prf:proof}\nBecause.\n```",
+    "```{exercise} ★★ Derive it\n:label: ex-a\n\nShow {eq}`eq-a`.\n```\n\n```{solution} ex-a\n:class: dropdown\n\nThe answer is 42.\n```",
+]
+PAGE_B = [
+    "# Page B\n\nSee {ref}`sec-a`, {eq}`eq-b`, {eq}`eq-a`, {prf:ref}`thm-a`, {prf:ref}`the theorem <thm-a>`, "
+    "{doc}`a`, {doc}`the first page <a>`, {term}`Spectral radius`, {numref}`fig-b`, {ref}`ex-a`.",
+    "$$\ny = 2\n$$ (eq-b)\n\n```{prf:proposition} Prop\n:label: prop-b\n\n$$\nz\n$$\n```\n\n"
+    "```{prf:theorem} Second\n:label: thm-c\n```",
+    "```{note}\nA note with {cite}`roe2010`.\n```\n\n```{admonition} Reproduction notes: timings\n"
+    ":class: dropdown reproduction\n\nIt took 3 s.\n```\n\n```{important}\nKey point.\n```",
+    "```{figure} figures/pic.svg\n:name: fig-b\n:alt: A red square\n\nThe caption.\n```",
+    "```{exercise} ★ Code it\n:label: ex-b\n\nWrite f.\n```",
+    "```{solution-start} ex-b\n:class: dropdown\n```\n\nThe idea, in words.",
+    ("code", "def f(x):\n    return x"),
+    "Still the solution.\n\n```{solution-end}\n```\n\nAfter the solution.",
+]
+
+
+def _nb(cells):
+    out = []
+    for c in cells:
+        kind, src = ("markdown", c) if isinstance(c, str) else c
+        cell = {"cell_type": kind, "metadata": {}, "source": src}
+        if kind == "code":
+            cell.update(execution_count=1, outputs=[{"output_type": "stream", "name": "stdout", "text": "x\n"}])
+        out.append(cell)
+    return {"cells": out, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    root = tmp_path_factory.mktemp("book")
+    (root / "_config.yml").write_text(f"title: t\nhtml:\n  baseurl: {BASE}\n")
+    (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
+                                   "  - file: book/ch/a\n  - file: book/ch/b\n  - file: book/glossary\n")
+    (root / "book" / "ch" / "figures").mkdir(parents=True)
+    (root / "book" / "intro.md").write_text("# Intro\n")
+    (root / "book" / "glossary.md").write_text("# Glossary\n")
+    (root / "book" / "references.bib").write_text(BIB)
+    (root / "book" / "ch" / "figures" / "pic.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (root / "book" / "ch" / "a.ipynb").write_text(json.dumps(_nb(PAGE_A)))
+    (root / "book" / "ch" / "b.ipynb").write_text(json.dumps(_nb(PAGE_B)))
+    return root
+
+
+@pytest.fixture(scope="module")
+def index(book):
+    return myst.BookIndex(book)
+
+
+def _md(nb):
+    return [("".join(c["source"]), c) for c in nb["cells"]]
+
+
+def _full(book, index, name):
+    nb = json.loads((book / "book" / "ch" / name).read_text())
+    return editions.full_edition(nb, f"ch/{name}", index)
+
+
+def test_numbers_follow_the_toc_one_counter_per_kind(index):
+    t = index.targets
+    assert (t["thm-a"].number, t["thm-b"].number, t["thm-c"].number) == (1, None, 2)
+    assert t["prop-b"].number == 1 and t["ex-a"].number == 1 and t["ex-b"].number == 2
+    assert (t["eq-a"].number, t["eq-b"].number, t["fig-b"].number) == (1, 2, 1)
+    assert t["sec-a"].title == "First section" and index.titles["book/ch/a"] == "Page A"
+
+
+def test_citations_are_author_year_linked_to_the_bibliography(book, index):
+    text = _md(_full(book, index, "a.ipynb"))[0][0]
+    link = f"{BASE}book/bibliography.html"
+    assert f"We follow ([Smith, 2001]({link})) and [Lee and Kim (2005)]({link})." in text
+    assert index.bib["roe2010"] == ("Roe et al.", "2010")
+
+
+def test_theorems_proofs_and_equations(book, index):
+    cells = [t for t, _ in _md(_full(book, index, "a.ipynb"))]
+    assert "(sec-a)=" not in cells[2]
+    assert "$$\nx = 1 \\tag{1}\n$$" in cells[2]
+    assert "**Theorem 1** (Title with $x$).\n\nBody." in cells[2]
+    assert "**Theorem** (Unnumbered).\n\nStatement." in cells[3]
+    assert cells[3].endswith("*Proof.* Because. ∎")
+
+
+def test_exercise_heading_and_prose_solution(book, index):
+    cell = _md(_full(book, index, "a.ipynb"))[4][0]
+    assert cell.startswith("### Exercise 1 ★★: Derive it\n\nShow (1).")
+    assert ("<details>\n<summary><b>Solution to Exercise 1 (★★ Derive it)</b></summary>\n\n"
+            "The answer is 42.\n\n</details>") in cell
+
+
+def test_references_across_pages_link_to_the_online_book(book, index):
+    text = _md(_full(book, index, "b.ipynb"))[0][0]
+    a = f"{BASE}book/ch/a.html"
+    for expected in (f"[First section]({a}#sec-a)", "(2),", f"[(1)]({a}#equation-eq-a)",
+                     f"[Theorem 1]({a}#thm-a)", f"[the theorem]({a}#thm-a)", f"[Page A]({a})",
+                     f"[the first page]({a})", f"[Spectral radius]({BASE}book/glossary.html#term-Spectral-radius)",
+                     "Fig. 1", f"[Exercise 1 (★★ Derive it)]({a}#ex-a)"):
+        assert expected in text, expected
+
+
+def test_admonitions_notes_and_figures(book, index):
+    cells = _md(_full(book, index, "b.ipynb"))
+    prop = cells[2][0]
+    assert "**Proposition 1** (Prop).\n\n$$\nz\n$$" in prop and "**Theorem 2** (Second)." in prop
+    notes = cells[3][0]
+    assert notes.startswith("<blockquote>\n\n**Note**\n\nA note with ([Roe et al., 2010](")
+    assert "<details>\n<summary><b>Reproduction notes: timings</b></summary>\n\nIt took 3 s.\n\n</details>" in notes
+    assert "<blockquote>\n\n**Important**\n\nKey point.\n\n</blockquote>" in notes
+    figure, cell = cells[4]
+    assert figure == "![A red square](attachment:pic.svg)\n\n*Figure 1.* The caption."
+    assert list(cell["attachments"]["pic.svg"]) == ["image/svg+xml"]
+
+
+def test_gated_solution_folds_across_cells_in_the_full_edition(book, index):
+    nb = _full(book, index, "b.ipynb")
+    cells = _md(nb)
+    summary = "<summary><b>Solution to Exercise 2 (★ Code it)</b></summary>"
+    assert cells[6][0].startswith("<details>\n" + summary + "\n\nThe idea, in words.\n\n</details>")
+    code = cells[7][1]
+    assert code["cell_type"] == "code" and code["outputs"] == [] and code["execution_count"] is None
+    assert code["source"][0] == "# @title Solution to Exercise 2 (★ Code it) (the code)\n"
+    assert code["metadata"] == {"cellView": "form", "jupyter": {"source_hidden": True}}
+    assert cells[8][0] == ("<details>\n" + summary + "\n\nStill the solution.\n\n</details>\n\n"
+                           "After the solution.")
+    assert nb["metadata"]["rnnlab"] == {"edition": "full", "source": "book/ch/b.ipynb"}
+
+
+def test_student_edition_has_no_solution_and_converted_text(book, index):
+    nb = json.loads((book / "book" / "ch" / "b.ipynb").read_text())
+    student, removed = editions.student_edition(nb, "ch/b.ipynb", index)
+    text = json.dumps(student)
+    for secret in ("The idea, in words", "return x", "Still the solution", "<details>\\n<summary><b>Solution"):
+        assert secret not in text
+    sources = ["".join(c["source"]) for c in student["cells"]]
+    assert "### Exercise 2 ★: Code it\n\nWrite f." in sources
+    assert "{exercise}" not in text and "{cite}" not in text
+
+
+@pytest.mark.parametrize("source, message", [
+    ("{unknownrole}`x`", "the role {unknownrole}"),
+    ("```{margin}\nx\n```", "the directive {margin}"),
+    ("{ref}`no-such-label`", "unknown label 'no-such-label'"),
+    ("{cite}`nobody1999`", "unknown citation key 'nobody1999'"),
+    ("```{figure} figures/pic.svg\n:name: f\n\nNo alt.\n```", "has no :alt: text"),
+])
+def test_what_cannot_be_converted_is_an_error_naming_it(index, source, message):
+    ctx = myst.Context(index, "book/ch/b", where="book/ch/b.ipynb, cell 9")
+    with pytest.raises(myst.MystError, match=re.escape(message)):
+        myst.convert(source, ctx)
+
+
+def test_roles_in_code_spans_and_blocks_stay_as_they_are(index):
+    ctx = myst.Context(index, "book/ch/b")
+    text = "Write `{cite}` roles.\n\n```python\nx = '{eq}`y`'\n```"
+    assert myst.convert(text, ctx) == text
+
+
+def test_a_role_broken_over_two_lines(index):
+    ctx = myst.Context(index, "book/ch/a")
+    assert myst.convert("see {ref}`the first\nsection <sec-a>` here", ctx) == "see the first section\n here"
+
+
+# --------------------------------------------------------------------------- the real editions
+
+MYST_LEFT = [
+    (re.compile(r"^\s*(`{3,}|:{3,})\s*\{", re.M), "a fenced block whose info string starts with {"),
+    (re.compile(r"\{[\w:.-]+\}`"), "role text {name}`"),
+    (re.compile(r"^\([\w-]+\)=\s*$", re.M), "a (label)= line"),
+]
+
+
+@pytest.fixture(scope="module")
+def real_editions():
+    return editions.edition_files(ROOT)
+
+
+def test_editions_are_current():
+    assert editions.stale_editions(ROOT) == []
+
+
+def test_every_edition_notebook_is_free_of_myst(real_editions):
+    assert {e for e, _ in real_editions} == {"full", "student"}
+    for (edition, rel), (text, _, _) in real_editions.items():
+        nb = json.loads(text)
+        for n, cell in enumerate(nb["cells"], 1):
+            if cell["cell_type"] != "markdown":
+                continue
+            src = "".join(cell["source"])
+            for pattern, what in MYST_LEFT:
+                assert not pattern.search(src), f"{edition}/{rel}, cell {n}: {what}"
+
+
+def test_full_edition_keeps_every_cell_of_the_chapter_and_no_output(real_editions):
+    for (edition, rel), (text, _, chapter) in real_editions.items():
+        if edition != "full":
+            continue
+        nb = json.loads(text)
+        code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+        assert len(code) == sum(c["cell_type"] == "code" for c in chapter["cells"]), rel
+        assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), rel
