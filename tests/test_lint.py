@@ -1,0 +1,113 @@
+"""python -m rnnlab.book lint: the mechanical conventions of CONTRIBUTING.md."""
+import pathlib
+
+import pytest
+
+from rnnlab.book import lint
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+TOP = ("```{admonition} What you will learn\n:class: tip\n- a\n```\n\n"
+       "```{admonition} What you need\n:class: seealso\n- b\n```")
+BOTTOM = ("```{admonition} Summary\n:class: tip\n- a\n```\n\n"
+          "```{admonition} Where next\n:class: seealso\nNext.\n```")
+EXERCISE = "```{exercise} ★★ Derive\n:label: ex-x\n\nDo it.\n```"
+
+
+def _cell(kind, src, tags=(), outputs=(), meta=None):
+    cell = {"cell_type": kind, "metadata": dict(meta or {}), "source": src}
+    if tags:
+        cell["metadata"]["tags"] = list(tags)
+    if kind == "code":
+        cell.update(execution_count=1, outputs=list(outputs))
+    return cell
+
+
+def _out(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def _nb(*middle, top=TOP, bottom=BOTTOM, after=()):
+    cells = [_cell("markdown", "# Title\n\n" + top), _cell("code", "# rnnlab setup"),
+             *middle, _cell("markdown", EXERCISE), _cell("markdown", bottom), *after]
+    return {"cells": cells}
+
+
+def _rules(nb):
+    problems, exemptions = lint.lint_notebook(nb, "book/x/y.ipynb")
+    return sorted(p.rule for p in problems), exemptions
+
+
+def test_a_page_that_follows_the_conventions_passes():
+    nb = _nb(_cell("markdown", "The kernel is fast. A commit is a good thing."),
+             _cell("code", "print(1)", outputs=[_out("the kernel equals the reference: largest difference 3e-16\n")]))
+    assert _rules(nb) == ([], [])
+
+
+def test_the_frame_is_required_and_placed():
+    assert _rules(_nb(top=""))[0] == ["frame", "frame"]
+    assert _rules(_nb(bottom=""))[0] == ["frame", "frame"]
+    # Summary before the last exercise
+    nb = _nb()
+    nb["cells"].insert(2, nb["cells"].pop(-1))
+    assert "frame" in _rules(nb)[0]
+    # only reproduction notes after Where next
+    notes = "```{admonition} Reproduction notes\n:class: dropdown reproduction\nRan on this machine.\n```"
+    assert _rules(_nb(after=[_cell("markdown", notes), _cell("code", "x", tags=["reproduction"])])) == ([], [])
+    assert _rules(_nb(after=[_cell("markdown", "More teaching.")]))[0] == ["frame"]
+
+
+def test_every_exercise_needs_a_difficulty():
+    nb = _nb(_cell("markdown", "```{exercise} No stars\n:label: ex-y\n```"))
+    problems, _ = lint.lint_notebook(nb, "n")
+    assert [p.rule for p in problems] == ["difficulty"] and "ex-y" in problems[0].message
+
+
+@pytest.mark.parametrize("text", [
+    "It ran on this machine.", "on 2 cores", "two-core machine", "the load average was high", "as the issue asked",
+    "both targets PASS", "we pressed Ctrl-C", "at commit 51c7bd1", "run `x` with python -m rnnlab.bench",
+    "the run reversal-stack-s0-h32-m16-e16-v8-lr0.005 stalled",
+])
+def test_logistics_in_the_main_line_is_flagged(text):
+    assert _rules(_nb(_cell("markdown", text)))[0] == ["logistics"]
+
+
+def test_logistics_is_allowed_in_notes_code_and_math():
+    notes = f"```{{admonition}} Reproduction notes\n:class: dropdown reproduction\nOn 2 cores, PASS.\n```"
+    ok = [notes, "Run `python -m rnnlab.bench` (in code).", "```bash\nmake test\n```",
+          "$$\n\\text{PASS}\n$$"]
+    for text in ok:
+        assert _rules(_nb(_cell("markdown", text)))[0] == [], text
+    assert _rules(_nb(_cell("markdown", "On 2 cores.", tags=["reproduction"])))[0] == []
+
+
+def test_figures_need_alt_text():
+    fig = "```{figure} figures/a.svg\n:name: fig-a\n\nCaption.\n```\n\n![](figures/b.png)"
+    problems, _ = lint.lint_notebook(_nb(_cell("markdown", fig)), "n")
+    assert [p.rule for p in problems] == ["alt-text", "alt-text"]
+
+
+def test_bare_true_false_outputs_are_flagged_unless_hidden():
+    rows = _out("kernel matches: True\nreference matches: True\n")
+    assert _rules(_nb(_cell("code", "print(x)", outputs=[rows])))[0] == ["checks"]
+    assert _rules(_nb(_cell("code", "assert x", tags=["remove-input"], outputs=[rows])))[0] == []
+    result = {"output_type": "execute_result", "data": {"text/plain": "True"}, "metadata": {}, "execution_count": 1}
+    assert _rules(_nb(_cell("code", "x == y", outputs=[result])))[0] == ["checks"]
+
+
+def test_an_exemption_needs_a_reason_and_is_listed():
+    meta = {"rnnlab": {"lint-exempt": "quotes the paper's own words"}}
+    rules, exemptions = _rules(_nb(_cell("markdown", "It said PASS.", meta=meta)))
+    assert rules == [] and exemptions == [(3, "quotes the paper's own words")]
+    empty = {"rnnlab": {"lint-exempt": "  "}}
+    assert _rules(_nb(_cell("markdown", "It said PASS.", meta=empty)))[0] == ["logistics"]
+
+
+def test_the_conforming_chapters_pass():
+    """book/conforming.txt: the chapters brought to the conventions must stay there."""
+    chapters = lint.conforming(ROOT)
+    for chapter in chapters:
+        assert (ROOT / "book" / chapter).is_dir(), f"{lint.CONFORMING} names {chapter}, not a folder of book/"
+    results = lint.lint(ROOT, [ROOT / "book" / c for c in chapters]) if chapters else {}
+    text, failed = lint.report(results, chapters)
+    assert not failed, text
