@@ -12,7 +12,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: env book test test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks student test-student \
+.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks editions student \
+	test-student \
 	test-browser test-gpu bench clean
 
 $(PY):
@@ -29,7 +30,7 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
-test: test-unit test-widgets-ipywidgets7 test-cudasim test-notebooks test-browser test-student
+test: test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-browser test-student
 
 # RNNLAB_IPYWIDGETS_MAJOR: tests/test_widgets_compat.py asserts which ipywidgets was imported.
 test-unit: $(STAMP)
@@ -70,10 +71,19 @@ test-browser: $(STAMP)
 	sh tests/browser/ensure_chromium.sh $(PY)
 	$(PY) -m pytest -p no:cacheprovider tests/browser
 
-# The student notebooks (solutions removed) of every chapter, into student/ (committed;
-# tests/test_exercises.py checks that the folder is current and leaks nothing).
-student: $(STAMP)
-	$(PY) -m rnnlab.book student student/
+# The notebook editions that Colab and Jupyter open, generated from the chapters (MyST converted to
+# Markdown): full/ (solutions folded) and student/ (no solutions), both committed;
+# tests/test_editions.py checks that they are current and hold no MyST, tests/test_exercises.py
+# that the student edition leaks nothing. `make student` is the old name.
+editions: $(STAMP)
+	$(PY) -m rnnlab.book editions
+
+student: editions
+
+# The conventions of CONTRIBUTING.md, checked on every chapter notebook: the report lists what
+# each notebook lacks; it fails only for the chapters of book/conforming.txt.
+test-lint: $(STAMP)
+	$(PY) -m rnnlab.book lint
 
 # Every student notebook runs top to bottom; the only errors are unfilled starters.
 test-student: $(STAMP)

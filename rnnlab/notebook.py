@@ -30,7 +30,7 @@ import urllib.request
 import numpy as np
 import torch
 
-from . import __version__
+from . import __version__, _cache
 
 #: The oldest numba-cuda that :func:`ensure_numba_cuda` accepts: from 0.16 on,
 #: numba-cuda links through nvJitLink (cuda.core's Linker), which compiles PTX
@@ -236,11 +236,8 @@ def setup_notebook(seed=0):
 
 def cache_dir():
     """Where :func:`book_file` keeps downloaded files: ``$RNNLAB_CACHE``, else
-    ``$XDG_CACHE_HOME/rnnlab``, else ``~/.cache/rnnlab``."""
-    if os.environ.get("RNNLAB_CACHE"):
-        return pathlib.Path(os.environ["RNNLAB_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache"
-    return pathlib.Path(base) / "rnnlab"
+    ``$XDG_CACHE_HOME/rnnlab``, else ``~/.cache/rnnlab`` (:func:`rnnlab._cache.cache_dir`)."""
+    return _cache.cache_dir()
 
 
 def find_checkout(start=None):

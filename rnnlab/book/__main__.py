@@ -56,7 +56,13 @@ def main(argv=None):
         return 1 if failed else 0
     from .editions import stale_editions
 
-    problems = check(args.root) + stale_editions(args.root)
+    from .myst import MystError
+
+    problems = check(args.root)
+    try:
+        problems += stale_editions(args.root)
+    except MystError as exc:
+        problems.append(f"the editions cannot be generated: {exc}")
     for p in problems:
         print(p)
     print(f"{len(notebooks(args.root))} notebooks checked, {len(problems)} problems")

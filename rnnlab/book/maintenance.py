@@ -19,11 +19,18 @@ SETUP_MARKER = "# rnnlab setup"
 
 SETUP_TEMPLATE = '''{marker}: works locally, on Colab (installs rnnlab) and on a GPU runtime.
 try:
-    import rnnlab
+    from rnnlab import setup_notebook  # also fails where an uninstall left only empty folders
 except ImportError:
-    %pip install -q "rnnlab @ git+{url}"
-    import rnnlab
+    %pip install --disable-pip-version-check "rnnlab @ git+{url}"
+    import importlib, sys
+    for name in [m for m in sys.modules if m == "rnnlab" or m.startswith("rnnlab.")]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+import rnnlab
 device = rnnlab.setup_notebook(seed=0)'''
+# The install line shows pip's "Successfully installed ..." (no -q): Colab reads it to offer a restart
+# when a package that is already imported was upgraded. Nothing that Colab preinstalls is upgraded by
+# rnnlab's requirements (pyproject.toml keeps its lower bounds at or below Colab's versions).
 
 
 def repository_url(root="."):

@@ -186,7 +186,13 @@ class BookIndex:
         self.titles: dict[str, str] = {}
         self.counters: dict[str, int] = {}
         self.exercise_by_label: dict[str, Target] = {}
-        for doc in toc_order(root):
+        docs = toc_order(root)
+        # A notebook missing from the toc (the book check reports it) is indexed after the toc's pages.
+        docs += sorted(p.relative_to(self.root).with_suffix("").as_posix()
+                       for p in (self.root / "book").rglob("*.ipynb")
+                       if ".ipynb_checkpoints" not in p.parts
+                       and p.relative_to(self.root).with_suffix("").as_posix() not in docs)
+        for doc in docs:
             path = next((self.root / f"{doc}{s}" for s in (".ipynb", ".md")
                          if (self.root / f"{doc}{s}").exists()), None)
             if path is None:

@@ -1,9 +1,14 @@
 """Numba kernels, one recurrence per operation, each with a torch reference.
 
 This package is the only home of numba code in rnnlab; models call the ops
-exported here and never import numba themselves.
+exported here and never import numba themselves. Compiled kernels are cached
+in the user's cache folder, not in the package (:mod:`rnnlab._cache`).
 """
-from .scan import linear_scan, cuda_simulator_enabled
+from .._cache import use_user_numba_cache
+
+use_user_numba_cache()
+
+from .scan import linear_scan, cuda_simulator_enabled  # noqa: E402
 from .scan_torch import linear_scan_ref
 from .stack_scan import modal_stack_scan
 from .stack_scan_torch import modal_stack_scan_ref
