@@ -18,31 +18,20 @@ Commands:
                               exported weights-only), expert rollouts, evaluations
                               (rnnlab.control; needs pip install 'rnnlab[control]')
     grade SUBMISSIONS/        grade a folder of submitted notebooks into a CSV
-                              and one feedback file per student (rnnlab.grade)
+                              and one feedback file per student, verdicts decided
+                              away from student code, hidden cases, points
+                              (rnnlab.checks.grade)
 
 ``python -m rnnlab train copy-memory --help`` lists a task's options. Tasks
-live in :data:`TRAIN_TASKS`: each maps a name to a module with
-``add_arguments(parser)`` and ``main(args)``; adding a task is one entry.
+live in :data:`rnnlab.experiments.TRAIN_TASKS` (read by ``train`` and by
+``sweep``): each maps a name to a module with ``add_arguments(parser)`` and
+``main(args)``; adding a task is one entry.
 """
 import argparse
 import importlib
 import sys
 
-TRAIN_TASKS = {
-    "copy-memory": ("rnnlab.experiments.copy_memory",
-                    "copying memory: remember 10 symbols over T steps (Kaul 2020, Arjovsky et al. 2016)"),
-    "transduction": ("rnnlab.experiments.transduction",
-                     "transduction (copy, reversal, bigram flip, ITGs) with neural stacks, queues, deques "
-                     "and Deep LSTMs (Grefenstette et al. 2015)"),
-    "combo-net": ("rnnlab.experiments.combo_net",
-                  "Sparse and SVD Combo Nets (stable RNNs of RNNs) on sequential and permuted sequential images "
-                  "(Kozachkov et al. 2022)"),
-    "control-imitation": ("rnnlab.experiments.imitation",
-                          "closed-loop imitation with low-rank and sparse RNN/LSTM/GRU/CfC policies on Pendulum "
-                          "(velocity hidden) and HalfCheetah, in distribution and under input shifts "
-                          "(Tumma et al. 2024, A.9-A.11)"),
-}
-
+from .experiments import TRAIN_TASKS
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="python -m rnnlab",
@@ -67,7 +56,7 @@ def build_parser():
                                   description=controlling.DESCRIPTION,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     controlling.add_arguments(control)
-    from . import grade as grading   # standard library only: cheap to import
+    from .checks import grade as grading   # NumPy and the standard library: cheap to import
     grade = commands.add_parser("grade", help="grade a folder of submitted notebooks",
                                 description=grading.DESCRIPTION, epilog=grading.LAYOUT_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -77,29 +66,22 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
-    if args.command == "train":
-        try:
+    try:
+        if args.command == "train":
             return importlib.import_module(args._module).main(args)
-        except KeyboardInterrupt:
-            print("stopped; run the same command again to resume", file=sys.stderr)
-            return 130
-    if args.command == "sweep":
-        from .sweep import runner
-        try:
+        if args.command == "sweep":
+            from .sweep import runner
             return runner.main(args, argv)
-        except KeyboardInterrupt:
-            print("stopped; run the same command again to resume", file=sys.stderr)
-            return 130
-    if args.command == "control":
-        from .control import cli
-        try:
+        if args.command == "control":
+            from .control import cli
             return cli.main(args)
-        except KeyboardInterrupt:
-            print("stopped; run the same command again to resume", file=sys.stderr)
-            return 130
-    if args.command == "grade":
-        from . import grade
-        return grade.main(args)
+        if args.command == "grade":
+            from .checks import grade
+            return grade.main(args)
+    except KeyboardInterrupt:       # the one place: every command stops cleanly on Ctrl-C
+        print("stopped; run the same command again to " + ("grade again" if args.command == "grade" else "resume"),
+              file=sys.stderr)
+        return 130
     return 2
 
 

@@ -10,6 +10,13 @@ failing case shows its input, the expected value and the candidate's value.
 Each chapter's exercises are declared in ``rnnlab/checks/<chapter>.py`` with
 :func:`exercise`; heavy imports belong inside the reference and case builders
 so that ``import rnnlab.checks`` stays cheap on Colab.
+
+The verdict is one function, :func:`verdict`, of the cases, the reference's
+answers and what the candidate did on each case (:func:`attempt`): ``check()``
+runs the candidate here, in the student's kernel; ``python -m rnnlab grade``
+(:mod:`rnnlab.checks.grade`) runs it in a process of its own and calls
+:func:`verdict` in a judge process that student code never reached, adding
+the exercise's hidden cases (``hidden``, generated from the teacher's seed).
 """
 from __future__ import annotations
 
@@ -22,7 +29,11 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["Case", "Exercise", "CheckResult", "exercise", "get", "exercises",
-           "evaluate", "check", "results", "reset_results", "close"]
+           "evaluate", "check", "results", "reset_results", "close", "attempt", "verdict",
+           "hidden", "DIFFICULTIES"]
+
+# ★ apply what the page showed, ★★ combine or derive, ★★★ an open-ended experiment or a proof
+DIFFICULTIES = {1: "★", 2: "★★", 3: "★★★"}
 
 _REGISTRY: dict[str, "Exercise"] = {}
 _RESULTS: dict[str, "CheckResult"] = {}
@@ -61,6 +72,11 @@ class Exercise:
     compare    ``compare(got, expected) -> None`` when they agree, else a short
                reason; the default is :func:`close` with ``rtol``/``atol``
     hint       one sentence printed under a failure (never the solution)
+    difficulty 1, 2 or 3 (the stars of the exercise's title in the book), or
+               None where the title has none yet; the default weight in grading
+    hidden     ``hidden(rng) -> [Case, ...]``: cases that only ``python -m rnnlab
+               grade`` runs, drawn with the NumPy generator ``rng`` (seeded by the
+               teacher); None: the exercise has public cases only
     """
 
     label: str
@@ -73,6 +89,8 @@ class Exercise:
     hint: str = ""
     rtol: float = 1e-6
     atol: float = 1e-9
+    difficulty: int | None = None
+    hidden: Callable | None = None
 
     def parameter_names(self):
         """The parameter names of ``signature`` (``"f(x, starts)"`` -> ``["x", "starts"]``)."""
@@ -98,6 +116,7 @@ class CheckResult:
     passed: int = 0
     total: int = 0
     message: str = ""
+    hidden: int = 0          # of ``total``, the hidden cases (grading only)
 
     @property
     def ok(self):
@@ -105,22 +124,33 @@ class CheckResult:
 
     def as_dict(self):
         return {"label": self.label, "status": self.status, "passed": self.passed,
-                "total": self.total, "message": self.message}
+                "total": self.total, "message": self.message, "hidden": self.hidden}
 
     def __str__(self):
         return self.message
 
 
 def exercise(label, *, notebook, name, signature, reference, cases, compare=None, hint="",
-             rtol=1e-6, atol=1e-9):
+             rtol=1e-6, atol=1e-9, difficulty=None, hidden=None):
     """Declare (register) a code exercise; returns it. Labels are unique."""
     if label in _REGISTRY:
         raise ValueError(f"exercise {label!r} is declared twice")
+    if difficulty not in (None, *DIFFICULTIES):
+        raise ValueError(f"difficulty must be 1, 2, 3 or None, got {difficulty!r}")
     ex = Exercise(label=label, notebook=notebook, name=name, signature=signature,
                   reference=reference, cases=cases, compare=compare, hint=hint,
-                  rtol=rtol, atol=atol)
+                  rtol=rtol, atol=atol, difficulty=difficulty, hidden=hidden)
     _REGISTRY[label] = ex
     return ex
+
+
+def hidden(label):
+    """Decorator: ``@hidden("ex-...")`` on ``f(rng) -> [Case, ...]`` makes ``f`` the
+    exercise's generator of hidden cases (``Exercise.hidden``); returns ``f``."""
+    def register(generator):
+        get(label).hidden = generator
+        return generator
+    return register
 
 
 def get(label):
@@ -278,6 +308,70 @@ def evaluate(label, candidate):
     return result
 
 
+def attempt(candidate, case):
+    """What ``candidate`` does on ``case`` (on copies of its arguments): ``("value", v)``,
+    ``("not implemented", None)`` or ``("raised", "TypeError: ... (line 3 of your code)")``.
+    Ctrl-C and SystemExit pass through."""
+    try:
+        return "value", candidate(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+    except NotImplementedError:
+        return "not implemented", None
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return "raised", _error_line(exc)
+
+
+def verdict(ex, cases, expected, attempts, hidden=0):
+    """The :class:`CheckResult` of exercise ``ex`` from its cases, the reference's
+    answers (``expected[i]`` for ``cases[i]``) and the candidate's ``attempts``
+    (pairs as :func:`attempt` returns them, ``("raised", why)`` for a case the
+    candidate never finished; fewer attempts than cases when it stopped after a
+    first ``NotImplementedError``). The last ``hidden`` cases are hidden ones: a
+    failure there names neither their input nor the expected value."""
+    total, public = len(cases), len(cases) - hidden
+    passed, first, first_hidden, hidden_passed = 0, None, None, 0
+    for i, case in enumerate(cases):
+        kind, got = attempts[i] if i < len(attempts) else ("not implemented", None)
+        if kind == "not implemented" and i == 0:
+            return CheckResult(label=ex.label, status="not attempted", total=total, hidden=hidden,
+                               message=f"{ex.label}: not attempted yet (the starter still raises "
+                                       f"NotImplementedError); fill in {ex.signature} and run "
+                                       "the check again")
+        if kind == "not implemented":
+            why = "your function raised NotImplementedError"
+        elif kind == "raised":
+            why = f"your function raised {got}" if not str(got).startswith("your ") else str(got)
+        else:
+            why = ex.agree(got, expected[i])
+            if why and i < public:
+                why = f"expected {_short(expected[i])}, got {_short(got)} ({why})"
+            elif why:
+                why = f"your value differs ({why})"
+        if not why:
+            passed += 1
+            hidden_passed += i >= public
+        elif i < public:
+            first = first or (i + 1, case, why)
+        else:
+            first_hidden = first_hidden or (i + 1 - public, why)
+    counts = f"{passed - hidden_passed} of {public} cases"
+    counts += f" and {hidden_passed} of {hidden} hidden cases" if hidden else ""
+    if first is None and first_hidden is None:
+        return CheckResult(label=ex.label, status="passed", passed=passed, total=total, hidden=hidden,
+                           message=f"{ex.label}: passed, {counts}")
+    if first is not None:
+        i, case, what = first
+        msg = f"{ex.label}: case {i} of {public} failed: for {case.describe(ex.parameter_names())}, {what}"
+    else:
+        i, what = first_hidden
+        msg = f"{ex.label}: hidden case {i} of {hidden} failed: {what}"
+    msg += f"\n  {counts} passed"
+    if ex.hint:
+        msg += f"\n  hint: {ex.hint}"
+    return CheckResult(label=ex.label, status="failed", passed=passed, total=total, hidden=hidden, message=msg)
+
+
 def _evaluate(label, candidate):
     if label not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY))
@@ -288,42 +382,13 @@ def _evaluate(label, candidate):
         return CheckResult(label=label, status="failed",
                            message=f"{label}: expected a function {ex.signature}, got {_kind(candidate)}")
     cases = list(ex.cases())
-    total = len(cases)
-    passed, first = 0, None          # every case runs (for the count); the first failure is shown
-    for i, case in enumerate(cases, 1):
-        expected = ex.reference(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-        try:
-            got = candidate(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
-        except NotImplementedError:
-            if passed == 0 and first is None:
-                return CheckResult(label=label, status="not attempted", total=total,
-                                   message=f"{label}: not attempted yet (the starter still raises "
-                                           f"NotImplementedError); fill in {ex.signature} and run "
-                                           "the check again")
-            first = first or (i, case, "your function raised NotImplementedError")
-            continue
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # noqa: BLE001
-            first = first or (i, case, f"your function raised {_error_line(exc)}")
-            continue
-        why = ex.agree(got, expected)
-        if why:
-            first = first or (i, case, f"expected {_short(expected)}, got {_short(got)} ({why})")
-            continue
-        passed += 1
-    if first is not None:
-        return _failure(ex, passed, total, *first)
-    return CheckResult(label=label, status="passed", passed=passed, total=total,
-                       message=f"{label}: passed, {passed} of {total} cases")
-
-
-def _failure(ex, passed, total, i, case, what):
-    msg = (f"{ex.label}: case {i} of {total} failed: for {case.describe(ex.parameter_names())}, "
-           f"{what}\n  {passed} of {total} cases passed")
-    if ex.hint:
-        msg += f"\n  hint: {ex.hint}"
-    return CheckResult(label=ex.label, status="failed", passed=passed, total=total, message=msg)
+    expected, attempts = [], []
+    for case in cases:           # every case runs (for the count) unless the starter is untouched
+        expected.append(ex.reference(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs)))
+        attempts.append(attempt(candidate, case))
+        if attempts == [("not implemented", None)]:
+            break
+    return verdict(ex, cases, expected, attempts)
 
 
 def check(label, candidate):

@@ -12,6 +12,8 @@ import itertools
 import json
 import math
 
+from ..experiments import TRAIN_TASKS
+
 __all__ = ["GridSpec", "Trial", "RESERVED", "task_parser", "build_spec", "parse_assignment"]
 
 RESERVED = {"out": "--out", "threads": "--threads", "no_progress": "--no-progress",
@@ -26,7 +28,6 @@ class _RaisingParser(argparse.ArgumentParser):
 
 def task_parser(task):
     """The argument parser of ``python -m rnnlab train <task>`` (raising ValueError instead of exiting)."""
-    from ..__main__ import TRAIN_TASKS   # argparse and importlib only
     if task not in TRAIN_TASKS:
         raise ValueError(f"task must be one of {sorted(TRAIN_TASKS)}, got {task!r}")
     parser = _RaisingParser(prog=f"python -m rnnlab train {task}", add_help=False)

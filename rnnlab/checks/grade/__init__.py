@@ -1,0 +1,205 @@
+"""Grade a folder of submitted notebooks: ``python -m rnnlab grade SUBMISSIONS/``.
+
+Three places, three modules:
+
+* :mod:`.folder`, here in the grading process: find the notebooks (never
+  writing into the submissions), tell which chapter notebook each is, collect
+  the answers in words, weigh the exercises, write the CSV, ``answers.csv``
+  and one feedback file per student;
+* :mod:`.kernel`, in the student's kernel: run a copy of the notebook (a fresh
+  kernel, no network, time limits), then export each exercise's function by
+  value (cloudpickle);
+* :mod:`.judge`, back here: the grading process is the judge. It built the
+  cases (public, hidden from the teacher's seed, the teacher's own) and the
+  reference's answers before any notebook ran; it runs each exported function
+  in a process of its own (:mod:`.candidate`: no network, memory and time
+  limits, killed on overrun), reads back only plain data and compares it with
+  its own answers. No student code runs in it, so no notebook cell can change
+  ``rnnlab.checks`` for the verdict.
+
+POSIX only. ``main(args)`` is the command; :func:`add_arguments` its options.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+from .folder import (RANK, answers, collect, feedback, identify, load, plan, safe_name,  # noqa: F401
+                     answers_table, table, weights, write_atomic)
+from .judge import Judge, default_seed, load_cases_file
+from .kernel import account, isolation, run, strip_installs  # noqa: F401
+
+DESCRIPTION = """\
+Run each submitted notebook in a fresh kernel (a copy, without its install
+lines, with no network and with time limits); export each exercise's function
+from it; judge every function in a process of its own on the public cases and
+on hidden ones, against answers computed before any student code ran; write a
+CSV with one row per student (verdicts, points and a total), answers.csv (the
+answers in words, one row per exercise and student) and a markdown feedback
+file per student. Exit status 0 even when students fail."""
+LAYOUT_HELP = """\
+SUBMISSIONS layouts (both may be mixed):
+  SUBMISSIONS/alice/01_associative_scan.ipynb   one folder per student (student = folder
+  SUBMISSIONS/alice/notes.pdf                   name; any depth below it); files that are
+                                                not .ipynb are skipped and listed
+  SUBMISSIONS/bob.ipynb                         notebooks directly in SUBMISSIONS
+                                                (student = file stem)
+
+A notebook is identified by its metadata (rnnlab.source, set in the student
+notebooks), else by its file name containing a chapter notebook's name, else
+by the exercise functions it defines. The network is off while grading.
+
+Points: an exercise is worth its difficulty (★ 1, ★★ 2, ★★★ 3; one whose
+title has no stars yet counts as ★★), all of it when every case, public and
+hidden, passes, else nothing; --weights FILE overrides (lines 'label,points'
+or a JSON object). Hidden cases: drawn from --seed (random unless given; the
+CSV's first line records it) and/or read from --cases FILE, a Python file
+defining CASES = {label: [Case(...), ...] or a function of a NumPy generator}."""
+
+
+def _folder(text):
+    if not Path(text).is_dir():
+        raise argparse.ArgumentTypeError(f"no such folder: {text}")
+    return Path(text)
+
+
+def add_arguments(parser):
+    parser.add_argument("submissions", type=_folder, metavar="SUBMISSIONS", help="the folder of submissions (below)")
+    parser.add_argument("--out", type=Path, default=Path("grades.csv"),
+                        help="the CSV to write, one row per student (default: grades.csv); answers.csv "
+                             "goes beside it")
+    parser.add_argument("--feedback", type=Path, metavar="DIR",
+                        help="folder for one <student>.md each (default: feedback/ next to --out)")
+    parser.add_argument("--notebooks", nargs="+", metavar="NB",
+                        help="the assignment's notebooks (e.g. scans/01_associative_scan); a student without "
+                             "one gets 'missing' for its exercises (default: every notebook found)")
+    parser.add_argument("--seed", type=int, metavar="N",
+                        help="seed of the hidden cases (default: a random one, written in the CSV's first line)")
+    parser.add_argument("--cases", type=Path, metavar="FILE",
+                        help="a Python file of the teacher's own hidden cases: CASES = {label: [Case(...), ...]}")
+    parser.add_argument("--weights", type=Path, metavar="FILE",
+                        help="points per exercise: lines 'label,points' or a JSON object (default: difficulty)")
+    parser.add_argument("--timeout", type=float, default=300, metavar="S",
+                        help="seconds per notebook before its kernel is killed (default: 300)")
+    parser.add_argument("--cell-timeout", type=int, default=60, metavar="S",
+                        help="seconds per cell, and per exercise's cases, before it is stopped (default: 60)")
+    parser.add_argument("--memory", type=int, default=4096, metavar="MB",
+                        help="memory limit of each exercise's process, in MB (default: 4096; 0: none)")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="notebooks run at once (default: half the CPU cores)")
+    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                        help="a module that declares more exercises (imported here before grading)")
+
+
+def _error(message):
+    print(f"python -m rnnlab grade: error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(args):
+    from .. import exercises
+
+    began = time.perf_counter()
+    if importlib.util.find_spec("nbclient") is None:
+        return _error("needs nbclient (pip install 'rnnlab[book]')")
+    for module in args.imports:
+        importlib.import_module(module)
+    registry = exercises()
+    unknown = [nb for nb in args.notebooks or [] if not exercises(nb)]
+    if unknown:
+        known = ", ".join(sorted({ex.notebook for ex in registry})) or "none"
+        return _error(f"--notebooks: no exercises in {', '.join(unknown)} (notebooks with exercises: {known})")
+    try:
+        extra = load_cases_file(args.cases) if args.cases else {}
+    except Exception as exc:  # noqa: BLE001 (the teacher's file: say what is wrong with it)
+        return _error(f"--cases {args.cases}: {type(exc).__name__}: {exc}")
+    strange = sorted(set(extra) - {ex.label for ex in registry})
+    if strange:
+        return _error(f"--cases: no exercise {', '.join(strange)}")
+    students = collect(args.submissions)
+    tasks, notes = plan(students, registry, args.notebooks)
+    unread = sum(len(n) for n in notes.values())
+    columns = [ex for ex in registry if ex.notebook in set(args.notebooks or [t[2] for t in tasks])]
+    try:
+        weight = weights(columns, args.weights)
+    except (OSError, ValueError) as exc:
+        return _error(f"--weights: {exc}")
+    seed = default_seed() if args.seed is None else args.seed
+    opts = argparse.Namespace(cell_timeout=args.cell_timeout, timeout=args.timeout, jobs=max(1, args.jobs),
+                              prefix=isolation())
+    judge = Judge(columns, seed=seed, extra=extra, memory=args.memory, seconds=args.cell_timeout,
+                  prefix=opts.prefix, jobs=opts.jobs).prepare()           # before any student code runs
+
+    def grade_one(cells, nb):
+        exs = exercises(nb)
+        execution = run(cells, exs, opts)
+        results, note, cell_errors = account(cells, exs, execution, opts)
+        for ex in exs:
+            if ex.label not in results:
+                results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
+        return execution, results, note, cell_errors
+
+    graded, errors, said = {s: {} for s in students}, {s: [] for s in students}, {s: {} for s in students}
+    counts = {"timeout": 0, "died": 0}
+    with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        futures = {pool.submit(grade_one, cells, nb): (student, rel, nb, cells) for student, rel, nb, cells in tasks}
+        for n, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            student, rel, nb, cells = futures[future]
+            try:
+                execution, results, note, cell_errors = future.result()
+            except Exception as exc:  # noqa: BLE001 (one notebook's trouble never stops the others)
+                execution = {"events": [], "timed_out": False, "seconds": 0.0}
+                note = f"the grader failed ({type(exc).__name__}: {exc})"
+                results, cell_errors = {ex.label: {"label": ex.label, "status": "error", "message":
+                                                   f"{ex.label}: not graded: {note}"} for ex in exercises(nb)}, []
+            counts["timeout"] += execution["timed_out"]
+            counts["died"] += any("dead" in e for e in execution["events"])
+            notes[student] += [f"{rel}: {note}"] if note else []
+            notes[student] += [f"{rel}: {r['label']}: could not be exported" for r in results.values()
+                               if "could not be exported" in r.get("message", "")]
+            errors[student] += [f"{rel}: {e}" for e in cell_errors]
+            if sum(t[0] == student and t[2] == nb for t in tasks) > 1:
+                notes[student].append(f"{rel}: one of several files for {nb}; the best result of each exercise counts")
+            for label, new in results.items():
+                old = graded[student].get(label)
+                if old is None or (RANK[new["status"]], new.get("passed", 0)) > (RANK[old["status"]], old.get("passed", 0)):
+                    graded[student][label] = new
+            for label, statement, answer in answers(cells):
+                if answer or label not in said[student]:
+                    said[student][label] = (label, nb, statement, answer)
+            print(f"[{n}/{len(tasks)}] {student}/{rel}: {sum(r['status'] == 'passed' for r in results.values())} "
+                  f"of {len(results)} passed ({execution['seconds']:.1f} s)", flush=True)
+
+    feedback_dir = args.feedback or args.out.parent / "feedback"
+    rows = []
+    for student in students:
+        grades = {ex.label: graded[student].get(ex.label) or {
+            "label": ex.label, "status": "missing",
+            "message": f"{ex.label}: missing (no notebook {ex.notebook} was submitted)"} for ex in columns}
+        shown = notes[student] + ([f"{len(errors[student])} cell(s) raised errors (see the feedback)"]
+                                  if errors[student] else [])
+        rows.append((student, grades, shown))
+        write_atomic(feedback_dir / f"{safe_name(student)}.md",
+                     feedback(student, columns, grades, notes[student], errors[student], weight,
+                              sorted(said[student].values(), key=lambda r: (r[1], r[0]))))
+    source = f"seed {seed}" + (f" and {args.cases.name}" if args.cases else "")
+    header = [f"rnnlab grade: hidden cases from {source} ({judge.describe()}); points: "
+              + (f"{args.weights.name}" if args.weights else "difficulty (★ 1, ★★ 2, ★★★ 3, unmarked 2)")
+              + "; rerun with --seed " + str(seed) + " for the same cases"]
+    write_atomic(args.out, table(header, columns, rows, weight))
+    answers_path = args.out.parent / "answers.csv"
+    write_atomic(answers_path, answers_table([(label, nb, student, statement, answer)
+                                              for student in students
+                                              for label, nb, statement, answer in said[student].values()]))
+    print(f"graded {len(students)} students, {len(tasks)} notebooks, {len(columns)} exercises in "
+          f"{time.perf_counter() - began:.0f} s: {counts['timeout']} notebooks timed out, {counts['died']} "
+          f"kernels died, {unread} files not graded; {judge.describe()} (seed {seed}); network off "
+          f"(in-kernel guard{', own network namespace' if opts.prefix else ''})")
+    print(f"wrote {args.out}, {answers_path} and {len(students)} feedback files in {feedback_dir}/")
+    return 0

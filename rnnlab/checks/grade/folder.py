@@ -1,0 +1,306 @@
+"""The folder and CSV side of grading: find the notebooks, name them, write what a teacher reads.
+
+:func:`collect` and :func:`load` read the submissions folder (never writing
+into it), :func:`identify` tells which chapter notebook a file is, :func:`plan`
+lists what will run; :func:`answers` collects the prose answers (cells tagged
+``exercise-answer`` in the student notebooks); :func:`weights` gives each
+exercise its points; :func:`table`, :func:`feedback` and :func:`answers_table`
+write the grades CSV, one markdown file per student and ``answers.csv``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .kernel import CHECKS, DEFINES
+
+RANK = {"passed": 5, "failed": 4, "not attempted": 3, "timeout": 2, "error": 1, "missing": 0}
+ANSWER_TAG = "exercise-answer"
+DEFAULT_DIFFICULTY = 2       # an exercise whose title has no stars yet counts as ★★
+ANSWER_HEAD = re.compile(r"^\s*\*\*Your answer \((?P<label>[\w-]+)\)[^*]*\*\*\s*(?:\*[^*]*\*)?", re.I)
+LABEL_LINE = re.compile(r"^\s*:label:\s*(?P<label>[\w-]+)\s*$", re.M)
+STARS = re.compile(r"^\s*(★{1,3})(?!★)")
+
+
+# ----------------------------------------------------------------- finding the notebooks
+
+def collect(root):
+    """``{student: [(path, path relative to the student's folder), ...]}``; hidden files are ignored."""
+    students = {}
+    for entry in sorted(Path(root).iterdir()):
+        if entry.name.startswith((".", "__")):
+            continue
+        if entry.is_dir():
+            files = [p for p in sorted(entry.rglob("*")) if p.is_file() and not any(
+                part.startswith((".", "__")) for part in p.relative_to(entry).parts)]
+            students.setdefault(entry.name, []).extend((p, p.relative_to(entry).as_posix()) for p in files)
+        elif entry.is_file():
+            students.setdefault(entry.stem, []).append((entry, entry.name))
+    return students
+
+
+def load(path):
+    """``(cells, metadata, None)`` for a readable notebook, else ``(None, None, why)``.
+    A cell is ``{"cell_type", "source", "tags"}``."""
+    try:
+        raw = path.read_bytes()
+        nb = json.loads(raw.decode("utf-8-sig")) if raw.strip() else None
+    except OSError as exc:
+        return None, None, f"could not be read ({exc.strerror})"
+    except ValueError as exc:
+        return None, None, f"not valid JSON ({exc})"
+    if nb is None:
+        return None, None, "empty file"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None, None, "not a Jupyter notebook (no list of cells)"
+    if nb.get("nbformat") != 4:
+        return None, None, f"notebook format {nb.get('nbformat')} (save it again with a recent Jupyter)"
+    cells = []
+    for cell in nb["cells"]:
+        cell = cell if isinstance(cell, dict) else {}
+        source = cell.get("source", "")
+        source = "".join(map(str, source)) if isinstance(source, list) else str(source)
+        kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") else "raw"
+        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+        tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+        cells.append({"cell_type": kind, "source": source, "tags": [str(t) for t in tags]})
+    return cells, nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}, None
+
+
+def identify(cells, meta, rel, exercises):
+    """``(notebook, None)`` or ``(None, why)``: from the metadata, the file name,
+    or the exercise functions the code defines (and labels it checks)."""
+    source = meta.get("rnnlab", {}).get("source") if isinstance(meta.get("rnnlab"), dict) else None
+    if isinstance(source, str) and source.strip():
+        return re.sub(r"^(book/|full/|student/)?(.*?)(\.ipynb)?$", r"\2", source.strip()), None
+    known = sorted({ex.notebook for ex in exercises})
+    named = [nb for nb in known if nb.rsplit("/", 1)[-1].lower() in rel.lower()]
+    if named:
+        return max(named, key=len), None
+    code = "\n".join(c["source"] for c in cells if c["cell_type"] == "code")
+    defined, checked = set(DEFINES.findall(code)), set(CHECKS.findall(code))
+    score = {nb: sum(ex.name in defined or ex.label in checked for ex in exercises if ex.notebook == nb)
+             for nb in known}
+    tops = [nb for nb, s in score.items() if s and s == max(score.values())]
+    if len(tops) == 1:
+        return tops[0], None
+    return None, ("could not tell which notebook it is (" + (" or ".join(tops) if tops else
+                  "no rnnlab metadata, known file name or exercise function") + ")")
+
+
+def plan(students, registry, assignment):
+    """``(tasks, notes)``: one ``(student, rel, notebook, cells)`` per notebook to
+    run, and each student's notes on the files that will not run."""
+    tasks, notes = [], {s: [] for s in students}
+    for student, files in students.items():
+        for path, rel in files:
+            if path.suffix.lower() != ".ipynb":
+                notes[student].append(f"{rel}: skipped (not a notebook)")
+                continue
+            cells, meta, why = load(path)
+            nb, why = (None, why) if why else identify(cells, meta, rel, registry)
+            if not why and assignment and nb not in assignment:
+                why = f"{nb} is not part of this assignment"
+            if not why and not any(ex.notebook == nb for ex in registry):
+                why = f"{nb} has no exercises to grade"
+            if why:
+                notes[student].append(f"{rel}: {why}; not graded")
+            else:
+                tasks.append((student, rel, nb, cells))
+    return tasks, notes
+
+
+# ----------------------------------------------------------------- answers in words
+
+def _statement(text):
+    """An exercise statement as plain Markdown: MyST fences and options dropped."""
+    lines = []
+    for line in text.splitlines():
+        fence = re.match(r"^\s*(`{3,}|:{3,})\s*\{(\w[\w-]*)\}\s*(.*)$", line)
+        if fence:
+            lines.append(f"**{fence.group(2).capitalize()}{': ' + fence.group(3) if fence.group(3) else ''}**")
+        elif not re.match(r"^\s*(`{3,}|:{3,})\s*$|^\s*:[\w-]+:", line):
+            lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def answers(cells):
+    """``[(label, statement, answer), ...]``: each cell tagged ``exercise-answer``,
+    its label from its heading (*Your answer (ex-...)*), the exercise statement
+    (the last markdown cell before it that names the label, else the one just
+    before), the student's text without the heading ("" when left empty)."""
+    found = []
+    for i, cell in enumerate(cells):
+        if ANSWER_TAG not in cell.get("tags", []):
+            continue
+        head = ANSWER_HEAD.match(cell["source"])
+        before = [c for c in cells[:i] if c["cell_type"] == "markdown" and ANSWER_TAG not in c.get("tags", [])]
+        label = head.group("label") if head else next(
+            (m.group("label") for c in reversed(before) for m in [LABEL_LINE.search(c["source"])] if m), None)
+        if label is None:
+            continue
+        statement = next((c["source"] for c in reversed(before) if label in c["source"]),
+                         before[-1]["source"] if before else "")
+        text = cell["source"][head.end():] if head else cell["source"]
+        found.append((label, _statement(statement), text.strip()))
+    return found
+
+
+# ----------------------------------------------------------------- points
+
+def difficulty_of(title):
+    """The stars a title starts with: 1, 2 or 3, or None (``"★★ Blelloch's work"`` -> 2)."""
+    m = STARS.match(title or "")
+    return len(m.group(1)) if m else None
+
+
+EXERCISE_TITLE = re.compile(r"\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?:[ \t]*:[\w-]+:.*\n)*?"
+                            r"[ \t]*:label:[ \t]*(?P<label>[\w-]+)")
+BOOK = Path(__file__).resolve().parents[3] / "book"     # the chapters, when rnnlab runs from a checkout
+
+
+def titles(path):
+    """``{label: title}`` of the ``{exercise}`` directives in a chapter notebook ({} if unreadable)."""
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+        text = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells)
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {m.group("label"): m.group("title").strip() for m in EXERCISE_TITLE.finditer(text)}
+
+
+def difficulty(ex, book=BOOK):
+    """An exercise's difficulty: the stars of its title in the chapter notebook where
+    the book is at hand (a checkout), else the one declared in rnnlab.checks, else None."""
+    stars = difficulty_of(titles(Path(book) / f"{ex.notebook}.ipynb").get(ex.label)) if book else None
+    return stars or ex.difficulty
+
+
+def weights(exercises, path=None, book=BOOK):
+    """``{label: points}``: from ``path`` (JSON ``{label: points}``, or lines ``label,points``
+    / ``label points`` with ``#`` comments) where it names the exercise, else the
+    exercise's :func:`difficulty` (★ 1, ★★ 2, ★★★ 3; unmarked: ★★). ValueError on a bad file."""
+    out = {ex.label: float(difficulty(ex, book) or DEFAULT_DIFFICULTY) for ex in exercises}
+    if path is None:
+        return out
+    text = Path(path).read_text(encoding="utf-8")
+    if str(path).lower().endswith(".json"):
+        given = json.loads(text)
+        if not isinstance(given, dict):
+            raise ValueError(f"{path}: expected a JSON object {{label: points}}")
+    else:
+        given = {}
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line or line.lower().replace(" ", "") in ("label,points", "exercise,points"):
+                continue
+            parts = [p.strip() for p in re.split(r"[,;\t ]+", line) if p.strip()]
+            if len(parts) != 2:
+                raise ValueError(f"{path}, line {n}: expected 'label,points', got {line!r}")
+            given[parts[0]] = parts[1]
+    for label, value in given.items():
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: {label}: points must be a number, got {value!r}") from None
+        if not value >= 0 or value == float("inf"):
+            raise ValueError(f"{path}: {label}: points must be 0 or more, got {value!r}")
+        if label not in out:
+            known = ", ".join(sorted(out)) or "none"
+            raise ValueError(f"{path}: {label} is not an exercise being graded (graded: {known})")
+        out[label] = value
+    return out
+
+
+def points(record, weight):
+    """Full points for an exercise that passed every case (public and hidden), else none."""
+    return weight if record["status"] == "passed" else 0.0
+
+
+def number(x):
+    return f"{x:g}"
+
+
+# ----------------------------------------------------------------- what the teacher reads
+
+def verdict(record):
+    """The CSV's cell: ``passed``, ``failed 2/5``, ``not attempted``, ``error``, ``timeout`` or ``missing``."""
+    if record["status"] == "failed":
+        return f"failed {record.get('passed', 0)}/{record.get('total', 0)}"
+    return record["status"]
+
+
+def table(header, columns, rows, weight):
+    """The grades CSV: ``header`` as a ``#`` comment line, then one row per student
+    (``rows``: ``(student, grades, notes)``)."""
+    out = io.StringIO()
+    out.write("".join(f"# {line}\n" for line in header))
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["student", *[ex.label for ex in columns], "score", "total", "points", "max_points", "notes"])
+    top = sum(weight[ex.label] for ex in columns)
+    for student, grades, notes in rows:
+        got = sum(points(grades[ex.label], weight[ex.label]) for ex in columns)
+        writer.writerow([student, *[verdict(grades[ex.label]) for ex in columns],
+                         sum(g["status"] == "passed" for g in grades.values()), len(columns), number(got),
+                         number(top), "; ".join(notes)])
+    return out.getvalue()
+
+
+def feedback(student, columns, grades, notes, errors, weight, said=()):
+    """One student's feedback, in markdown: each verdict's message and points, the
+    answers in words under their statements, the notes, the cell errors."""
+    passed = sum(grades[ex.label]["status"] == "passed" for ex in columns)
+    got = sum(points(grades[ex.label], weight[ex.label]) for ex in columns)
+    top = sum(weight[ex.label] for ex in columns)
+    lines = [f"# Feedback for {student}", "", f"**{passed} of {len(columns)}** exercises passed, "
+             f"**{number(got)} of {number(top)}** points.", "",
+             "| exercise | notebook | result | points |", "|---|---|---|---|"]
+    lines += [f"| {ex.label} | {ex.notebook} | {verdict(grades[ex.label])} | "
+              f"{number(points(grades[ex.label], weight[ex.label]))} of {number(weight[ex.label])} |"
+              for ex in columns]
+    lines += ["", "## Each exercise", ""]
+    for ex in columns:
+        message = grades[ex.label].get("message", "").replace("```", "'''")
+        lines += [f"### {ex.label}: {verdict(grades[ex.label])}", "", "```", message, "```", ""]
+    if said:
+        lines += ["## Your answers in words", "", "Graded by your teacher, not by the checks.", ""]
+        for label, notebook, statement, answer in said:
+            quoted = "\n".join("> " + line if line else ">" for line in statement.splitlines())
+            lines += [f"### {label} ({notebook})", "", quoted or "> (no statement found)", "",
+                      answer or "*(no answer)*", ""]
+    for title, items in (("Notes", notes), ("Errors while running your notebooks", errors)):
+        lines += [f"## {title}", "", *[f"- {item}" for item in items], ""] if items else []
+    return "\n".join(lines)
+
+
+def answers_table(said):
+    """``answers.csv``: one row per exercise and student (sorted by exercise), with
+    the statement and empty ``points`` and ``comment`` columns for the teacher."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["exercise", "notebook", "student", "answer", "points", "comment", "statement"])
+    for label, notebook, student, statement, answer in sorted(said, key=lambda r: (r[1], r[0], r[2])):
+        writer.writerow([label, notebook, student, answer, "", "", statement])
+    return out.getvalue()
+
+
+def write_atomic(path, text):
+    """Write ``text`` to ``path`` through a temporary file in the same folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def safe_name(student):
+    return re.sub(r"[^\w.@+-]+", "_", student).lstrip(".") or "_"

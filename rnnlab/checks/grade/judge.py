@@ -1,0 +1,299 @@
+"""The judge: decides every verdict of ``python -m rnnlab grade``, away from student code.
+
+The judge is the grading process itself. It imported :mod:`rnnlab.checks`
+(and the teacher's ``--import`` and ``--cases`` modules) and, in
+:meth:`Judge.prepare`, built every exercise's cases (the public ones, the
+hidden ones drawn from the teacher's seed, the teacher's own) and computed the
+reference's answers, before any submitted notebook started. Student code
+never runs in it, and nothing that student code wrote is unpickled in it: for
+each exercise of each notebook, :meth:`Judge.decide` hands the function the
+kernel exported (cloudpickle bytes) and the pickled cases to a process of its
+own (:mod:`rnnlab.checks.grade.candidate`: no network, a memory limit, killed
+with everything it started at the time limit), reads back only plain data
+(numbers, strings, arrays and tensors as raw bytes with dtype and shape,
+tuples, lists, dicts: :func:`decode`) and calls :func:`rnnlab.checks.core.verdict`
+with its own expected values.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import core
+from . import candidate as sandbox
+from .kernel import environment, kill_group
+
+LOAD_SECONDS = 60          # to start the candidate's process and load its cases (torch's import included)
+MAX_RESULTS = 256 << 20    # bytes of results read back (the process's file-size limit too)
+
+
+@dataclass
+class Problem:
+    """One exercise as the judge grades it: every case, the reference's answers, the cases pickled."""
+    exercise: core.Exercise
+    cases: list = field(default_factory=list)
+    hidden: int = 0
+    expected: list = field(default_factory=list)
+    blob: bytes = b""
+    error: str | None = None          # the check itself could not be prepared
+
+
+def load_cases_file(path):
+    """The teacher's ``--cases FILE``: a Python file defining ``CASES = {label: cases}``,
+    where ``cases`` is a list of :class:`rnnlab.checks.Case` or a function of a NumPy
+    generator returning one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"rnnlab_grade_cases_{zlib.crc32(str(path).encode())}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cases = getattr(module, "CASES", None)
+    if not isinstance(cases, dict):
+        raise ValueError(f"{path} defines no dict CASES = {{label: [Case(...), ...] or function(rng)}}")
+    return cases
+
+
+class Judge:
+    """Prepares the exercises, then grades exported candidates (thread-safe after :meth:`prepare`)."""
+
+    def __init__(self, exercises, *, seed, extra=None, memory=4096, seconds=60, prefix=(), jobs=1):
+        self.exercises, self.seed, self.extra = list(exercises), seed, dict(extra or {})
+        self.memory, self.seconds, self.prefix, self.jobs = memory, seconds, list(prefix), jobs
+        self.problems = {}
+
+    def hidden_cases(self, ex):
+        """The exercise's hidden cases: its own generator's (seeded by ``seed`` and the
+        label) and then the teacher's."""
+        import numpy as np
+
+        cases = []
+        sources = [("the exercise's generator", ex.hidden)] if ex.hidden is not None and self.seed is not None else []
+        sources += [("--cases", self.extra[ex.label])] if ex.label in self.extra else []
+        for n, (_where, source) in enumerate(sources):
+            rng = np.random.default_rng([self.seed or 0, zlib.crc32(ex.label.encode()), n])
+            made = source(rng) if callable(source) else source
+            cases += [c if isinstance(c, core.Case) else core.Case(tuple(c)) for c in made]
+        return cases
+
+    def prepare(self):
+        """Build each exercise's cases and answers (before any student code runs)."""
+        import cloudpickle
+
+        for module in ("numpy", "torch"):      # the comparisons' imports, done while nothing else ran
+            try:
+                __import__(module)
+            except ImportError:
+                pass
+        for ex in self.exercises:
+            problem = Problem(ex)
+            try:
+                public, hidden = list(ex.cases()), self.hidden_cases(ex)
+                problem.cases, problem.hidden = public + hidden, len(hidden)
+                problem.expected = [ex.reference(*copy.deepcopy(c.args), **copy.deepcopy(c.kwargs))
+                                    for c in problem.cases]
+                problem.blob = cloudpickle.dumps([(c.args, c.kwargs) for c in problem.cases])
+            except Exception as exc:  # noqa: BLE001 (reported on the exercise's rows)
+                problem.error = f"{ex.label}: the check itself failed ({core._error_line(exc)}); please report this"
+            self.problems[ex.label] = problem
+        return self
+
+    def describe(self):
+        """One line on the cases: how many hidden ones, from what."""
+        hidden = sum(p.hidden for p in self.problems.values())
+        having = sum(bool(p.hidden) for p in self.problems.values())
+        return f"{hidden} hidden cases for {having} of {len(self.problems)} exercises"
+
+    # ------------------------------------------------------------- one candidate
+
+    def decide(self, ex, export):
+        """The record (``label``, ``status``, ``passed``, ``total``, ``hidden``, ``message``) for
+        exercise ``ex`` given the kernel's export: None (no such function), ``("why", text)``
+        or ``("pkl", bytes)``."""
+        problem = self.problems[ex.label]
+        if problem.error:
+            return {"label": ex.label, "status": "error", "message": problem.error}
+        if export is None:
+            return {"label": ex.label, "status": "not attempted",
+                    "message": f"{ex.label}: not attempted (no function {ex.name} is defined)"}
+        if export[0] == "why":
+            return {"label": ex.label, "status": "error", "message": (
+                f"{ex.label}: {ex.name} could not be exported to the grader ({export[1]}); define it with "
+                "`def` in a cell of its own, using only values that can be saved (not an open file, a "
+                "generator, a lock or a widget)")}
+        result = self.run(problem, export[1])
+        if isinstance(result, dict):
+            return result
+        return core.verdict(ex, problem.cases, problem.expected, result, hidden=problem.hidden).as_dict()
+
+    def run(self, problem, data):
+        """Run the candidate on every case in its own process: a list of attempts, or a record."""
+        ex = problem.exercise
+        job = Path(tempfile.mkdtemp(prefix="rnnlab-judge-"))
+        proc = None
+        try:
+            for folder in ("work", "tmp"):
+                (job / folder).mkdir()
+            (job / "candidate.pkl").write_bytes(data)
+            (job / "cases.pkl").write_bytes(problem.blob)
+            (job / "results.jsonl").touch()
+            command = [*self.prefix, sys.executable, "-c", sandbox.BOOT, sandbox.__file__, str(job),
+                       str(self.memory)]
+            proc = subprocess.Popen(command, cwd=job / "work", env=environment(job / "tmp", self.jobs),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+            began, ready, timed_out = time.monotonic(), None, False
+            while proc.poll() is None:
+                now = time.monotonic()
+                if ready is None and b'"ready"' in _head(job / "results.jsonl"):
+                    ready = now
+                if now > (ready + self.seconds if ready is not None else began + LOAD_SECONDS + self.seconds):
+                    timed_out = True
+                    break
+                time.sleep(0.02)
+            kill_group(proc.pid)                 # whatever the candidate left running
+            proc.wait()
+            records = _records(job / "results.jsonl")
+        finally:
+            if proc is not None and proc.poll() is None:
+                kill_group(proc.pid)
+                proc.wait()
+            shutil.rmtree(job, ignore_errors=True)
+        first = next((r for r in records if r.keys() & {"broken", "unloadable", "uncallable"}), None)
+        if first and "broken" in first:
+            return {"label": ex.label, "status": "error", "message": f"{ex.label}: {first['broken']}"}
+        if first and "unloadable" in first:
+            return {"label": ex.label, "status": "error", "message": (
+                f"{ex.label}: {ex.name} was exported but could not be loaded in the grader's process "
+                f"({str(first['unloadable'])[:300]}); does it need a module of your own?")}
+        if first and "uncallable" in first:
+            return {"label": ex.label, "status": "failed", "total": len(problem.cases), "hidden": problem.hidden,
+                    "message": f"{ex.label}: expected a function {ex.signature}, got {_a(first['uncallable'])}"}
+        if timed_out:
+            return {"label": ex.label, "status": "timeout", "total": len(problem.cases), "hidden": problem.hidden,
+                    "message": f"{ex.label}: {ex.name} did not return within {self.seconds:g} s (an endless loop?)"}
+        attempts = {}
+        for record in records:
+            if not isinstance(record.get("case"), int) or not 0 <= record["case"] < len(problem.cases):
+                continue
+            i = record["case"]
+            if "not implemented" in record:
+                attempts[i] = ("not implemented", None)
+            elif "raised" in record:
+                attempts[i] = ("raised", str(record["raised"])[:500])
+            elif "unsupported" in record:
+                attempts[i] = ("raised", f"your function returned {str(record['unsupported'])[:100]}, which the "
+                                         "grader cannot compare (return numbers, arrays, tensors, or tuples of them)")
+            elif "value" in record:
+                try:
+                    attempts[i] = ("value", decode(record["value"]))
+                except (ValueError, TypeError, KeyError, OverflowError) as exc:
+                    attempts[i] = ("raised", f"your function's return value could not be read back ({exc})")
+        if attempts.get(0) == ("not implemented", None):
+            return [attempts[0]]
+        if any("done" in r for r in records):
+            ended = "no result came back for this case (did your function change the grader's process?)"
+        else:
+            ended = ("your function ended its process" + (f" (killed by signal {-proc.returncode}; out of memory?)"
+                     if proc.returncode < 0 else f" (exit status {proc.returncode})"))
+        return [attempts.get(i, ("raised", ended)) for i in range(len(problem.cases))]
+
+
+def _a(kind):
+    kind = str(kind)[:60]
+    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+
+
+def _head(path, size=4096):
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
+
+
+def _records(path):
+    """The JSON objects of the results file, one a line (anything else is skipped)."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(MAX_RESULTS).decode("utf-8", "replace")
+    except OSError:
+        return []
+    records = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        records += [record] if isinstance(record, dict) else []
+    return records
+
+
+# ------------------------------------------------------------- plain data back
+
+FLOATS = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def decode(x, depth=0):
+    """The value that :func:`rnnlab.checks.grade.candidate.encode` wrote; only plain data
+    (ValueError on anything else: nothing here can run code)."""
+    if depth > sandbox.MAX_DEPTH + 1:
+        raise ValueError("nested too deeply")
+    if x is None or type(x) in (bool, int, float):
+        return x
+    if type(x) is not dict or len(x) not in (1, 2):
+        raise ValueError("not an encoded value")
+    (kind, value), *_ = x.items()
+    if kind == "float" and value in FLOATS:
+        return FLOATS[value]
+    if kind == "complex":
+        return complex(float(value[0]), float(value[1]))
+    if kind == "str" and type(value) is str:
+        return value
+    if kind in ("tuple", "list") and type(value) is list:
+        items = [decode(v, depth + 1) for v in value]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict" and type(value) is list:
+        return {decode(k, depth + 1): decode(v, depth + 1) for k, v in value}
+    if kind in ("ndarray", "scalar"):
+        array = _array(value)
+        return array if kind == "ndarray" else array[()]
+    if kind == "tensor":
+        import torch
+
+        array = _array(value)
+        tensor = torch.from_numpy(array)
+        dtype = getattr(torch, str(x.get("dtype")), None)
+        return tensor.to(dtype) if isinstance(dtype, torch.dtype) and dtype != tensor.dtype else tensor
+    raise ValueError(f"not an encoded value ({kind!r})")
+
+
+def _array(spec):
+    import numpy as np
+
+    dtype = np.dtype(str(spec["dtype"]))
+    if dtype.kind not in sandbox.KINDS or dtype.hasobject:
+        raise ValueError(f"an array of {dtype}")
+    shape = tuple(int(n) for n in spec["shape"])
+    if any(n < 0 for n in shape) or len(shape) > 32:
+        raise ValueError("a bad shape")
+    data = base64.b64decode(spec["data"], validate=True)
+    if len(data) != math.prod(shape) * dtype.itemsize:
+        raise ValueError("the data do not fill the shape")
+    array = np.frombuffer(data, dtype=dtype).reshape(shape)
+    return array.astype(dtype.newbyteorder("="), copy=True)
+
+
+def default_seed():
+    """A fresh random seed for the hidden cases (recorded in the CSV's first line)."""
+    return int.from_bytes(os.urandom(4), "little") % (10 ** 9)
