@@ -13,7 +13,7 @@ same declarations to grade a folder of submitted notebooks.
 """
 from .core import (Case, CheckResult, Exercise, check, close, evaluate, exercise,  # noqa: F401
                    exercises, get, reset_results, results)
-from . import scans, lds, memory, contraction, lowrank  # noqa: F401,E402  (each registers its chapter's exercises)
+from . import scans, lds, memory, contraction, lowrank, foundations  # noqa: F401,E402  (each registers its chapter's exercises)
 
 __all__ = ["check", "evaluate", "exercises", "get", "results", "reset_results",
            "Case", "CheckResult", "Exercise", "exercise", "close"]
