@@ -343,3 +343,19 @@ def test_collect_and_grid_array(tmp_path):
     assert means[2, 1] == 0.991 and ses.shape == (5, 4)
     with pytest.raises(ValueError, match="which must be 5 or 6"):
         paper.table(7, "lstm")
+
+
+def test_the_control_layer_never_imports_an_experiment():
+    """rnnlab.control sits below rnnlab.experiments: what both need (the rollouts' default file and
+    their recording on first use) lives in rnnlab.control.recorded."""
+    import pathlib
+    import re
+
+    import rnnlab.control
+    from rnnlab.control.recorded import default_rollouts
+    from rnnlab.experiments import imitation
+
+    for path in pathlib.Path(rnnlab.control.__file__).parent.glob("*.py"):
+        assert not re.search(r"^\s*(from|import)\s+(\.\.experiments|rnnlab\.experiments)", path.read_text(), re.M), path
+    assert imitation.default_rollouts is default_rollouts
+    assert default_rollouts("pendulum").endswith("rollouts-pendulum.npz")

@@ -46,7 +46,7 @@ def add_arguments(parser):
 
 
 def main(args):
-    from ..experiments.imitation import default_rollouts, ensure_rollouts
+    from .recorded import default_rollouts, ensure_rollouts
     from .experts import expert_for
     from .rollouts import evaluate_policy
     try:

@@ -39,12 +39,13 @@ import numpy as np
 import torch
 
 from .. import train as _train
+from ..control.recorded import ROLLOUTS, default_rollouts, ensure_rollouts  # noqa: F401 (also this module's API)
 from .run_folder import prepare_run_folder, write_json
 
 __all__ = ["PAPER", "SHIFT_NAMES", "default_rollouts", "ensure_rollouts", "expert_conditions", "run",
            "add_arguments", "main"]
 
-PAPER = dict(lrs=(5e-5, 1e-4, 5e-4), epochs=150, hidden=64, head=256, eval_episodes=10, rollouts=100, p=0.1,
+PAPER = dict(lrs=(5e-5, 1e-4, 5e-4), epochs=150, hidden=64, head=256, eval_episodes=10, rollouts=ROLLOUTS, p=0.1,
              ranks=(1, 5, 16, 27, None), sparsities=(0.0, 0.2, 0.5, 0.8), seeds=3)
 SHIFT_NAMES = ("noise", "dropout", "offset")
 EVAL_SEED = 1000
@@ -52,22 +53,6 @@ DEFAULT_WINDOW = {"pendulum": 50, "halfcheetah": 200}
 """Training windows (ours): the Pendulum's 200-step episode in four (50 trained better closed loop than 200 in a
 pilot: 0.46 vs 0.34 normalised, CfC, 150 epochs), HalfCheetah's 1000 in five."""
 SIGNATURE_KEYS = ("env", "cell", "rank", "sparsity", "seed", "window", "batch_size", "val_episodes")
-
-
-def default_rollouts(env):
-    return os.path.join("runs", "control", f"rollouts-{env}.npz")
-
-
-def ensure_rollouts(env, path, expert_path=None, episodes=PAPER["rollouts"], progress=False):
-    """The rollouts at ``path``, recorded first (atomically) if the file is not there."""
-    from ..control.experts import expert_for
-    from ..control.rollouts import load_rollouts, record_rollouts
-    if os.path.exists(path):
-        ro = load_rollouts(path)
-        if ro["meta"]["env"] != env:
-            raise ValueError(f"rollouts {path!r} are of {ro['meta']['env']!r}, not {env!r}")
-        return ro
-    return record_rollouts(env, expert_for(env, expert_path), path, episodes=episodes, progress=progress)
 
 
 def expert_conditions(env, rollouts_path, obs_std, *, episodes, shifts, expert_path=None, p=PAPER["p"]):
