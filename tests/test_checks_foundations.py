@@ -43,6 +43,26 @@ def test_references_pass_and_starters_are_not_attempted():
         assert evaluate(label, starter).status == "not attempted"
 
 
+def test_difficulties_match_the_titles_and_hidden_cases_pass_the_reference():
+    assert [get(label).difficulty for label in LABELS] == [1, 2, 3]
+    for label in ("ex-found-fixed-point", "ex-found-jacobian"):
+        ex = get(label)
+        hidden = ex.hidden(np.random.default_rng(0))
+        assert len(hidden) == 4
+        assert ex.hidden(np.random.default_rng(0))[0].args[0].shape == hidden[0].args[0].shape
+        for case in hidden:
+            expected = ex.reference(*case.args)
+            assert ex.agree(ex.reference(*case.args), expected) is None
+    right = {"ex-found-fixed-point": lambda W, U, x: np.linalg.inv(np.eye(len(W)) - W) @ U @ x,
+             "ex-found-jacobian": lambda W, U, h, x: torch.autograd.functional.jacobian(
+                 lambda v: torch.tanh(W @ v + U @ x), h)}
+    for label, candidate in right.items():
+        ex = get(label)
+        for case in ex.hidden(np.random.default_rng(1)):
+            assert ex.agree(candidate(*case.args), ex.reference(*case.args)) is None, label
+    assert get("ex-found-explode").hidden is None
+
+
 # ------------------------------------------------------------ ★ fixed point
 
 def test_fixed_point_by_the_inverse_passes():

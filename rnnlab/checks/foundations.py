@@ -69,11 +69,30 @@ def _fixed_point_cases():
     ]
 
 
+def _fixed_point_hidden(rng):
+    """Random networks of 2 to 5 units and 1 to 3 inputs, stable or not; I - W well conditioned."""
+    cases = []
+    while len(cases) < 4:
+        n, m = int(rng.integers(2, 6)), int(rng.integers(1, 4))
+        W = rng.normal(0.0, 0.8, (n, n))
+        if abs(_smallest_gap(W)) < 0.2:
+            continue
+        cases.append(Case((W, rng.normal(0.0, 1.0, (n, m)), rng.normal(0.0, 1.0, m))))
+    return cases
+
+
+def _smallest_gap(W):
+    """The smallest singular value of I - W (how far 1 is from being an eigenvalue)."""
+    import numpy as np
+
+    return np.linalg.svd(np.eye(len(W)) - W, compute_uv=False)[-1]
+
+
 exercise(
     "ex-found-fixed-point", notebook=NB, name="linear_fixed_point",
     signature="linear_fixed_point(W, U, x)",
     reference=_linear_fixed_point,
-    cases=_fixed_point_cases,
+    cases=_fixed_point_cases, difficulty=1, hidden=_fixed_point_hidden,
     hint="a fixed point satisfies h* = W h* + U x: gather the terms in h* on one side and solve "
          "the linear system; running the network until it settles only works when it is stable.",
 )
@@ -114,11 +133,24 @@ def _jacobian_cases():
     ]
 
 
+def _jacobian_hidden(rng):
+    """Random networks of 1 to 5 units and 1 to 3 inputs at random states and inputs."""
+    import torch
+
+    cases = []
+    for _ in range(4):
+        n, m = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        W, U = rng.normal(0.0, 1.2, (n, n)), rng.normal(0.0, 1.0, (n, m))
+        h, x = rng.uniform(-0.99, 0.99, n), rng.normal(0.0, 1.5, m)
+        cases.append(Case(tuple(torch.from_numpy(a) for a in (W, U, h, x))))
+    return cases
+
+
 exercise(
     "ex-found-jacobian", notebook=NB, name="tanh_rnn_jacobian",
     signature="tanh_rnn_jacobian(W, U, h, x)",
     reference=_tanh_rnn_jacobian,
-    cases=_jacobian_cases,
+    cases=_jacobian_cases, difficulty=2, hidden=_jacobian_hidden,
     hint="differentiate unit i, tanh(a_i) with a_i = sum_j W_ij h_j + (U x)_i, with respect to h_j; "
          "the derivative of tanh is taken at the pre-activation a_i, not at the old state h_i.",
 )
@@ -181,7 +213,7 @@ exercise(
     signature="gradient_growth_rate(W, h0, nonlinearity)",
     reference=_measured_growth_rate,
     cases=_growth_cases,
-    rtol=0.0, atol=0.01,
+    rtol=0.0, atol=0.01, difficulty=3,
     hint="once the state has settled at a fixed point, every step multiplies the gradient by the "
          "same Jacobian: which fixed point does the trajectory from h0 reach, and what is the "
          "largest eigenvalue modulus of the Jacobian there?",
