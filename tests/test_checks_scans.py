@@ -13,12 +13,14 @@ from rnnlab import linear_scan
 from rnnlab.checks import evaluate, exercises, get
 from rnnlab.kernels import scan_algorithms as sa
 
-LABELS = ["ex-scans-blelloch", "ex-scans-hs", "ex-scans-segmented",
+LABELS = ["ex-scans-counts", "ex-scans-segmented",
           "ex-scans-flip", "ex-scans-shared", "ex-scans-chunks"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
-    declared = [ex.label for ex in exercises() if ex.notebook.startswith("scans/")]
+    # scans/00_dynamical_systems declares its own (rnnlab/checks/foundations.py)
+    declared = [ex.label for ex in exercises()
+                if ex.notebook in ("scans/01_associative_scan", "scans/02_gradients_and_kernels")]
     assert sorted(declared) == sorted(LABELS)
 
 
@@ -38,27 +40,59 @@ def _ceil_log2(n):
     return (n - 1).bit_length()
 
 
-def test_blelloch_without_padding_fails_at_a_length_that_is_not_a_power_of_two():
-    def no_padding(n):
-        return 2 * (n - 1), 2 * _ceil_log2(n)
-
-    _fails_at("ex-scans-blelloch", no_padding, 4, 6, "n = 5", "expected (14, 6), got (8, 6)")
+def _hillis_steele(n):
+    k = _ceil_log2(n)
+    return n * k - 2**k + 1, k
 
 
-def test_blelloch_depth_off_by_one_fails_at_the_first_case():
-    def off_by_one(n):
-        k = _ceil_log2(n)
-        return 2 * (2**k - 1), 2 * k + 1
+def _blelloch(n):
+    k = _ceil_log2(n)
+    return 2 * (2**k - 1), 2 * k
 
-    _fails_at("ex-scans-blelloch", off_by_one, 1, 6, "n = 1")
+
+def test_counts_from_the_formulas_pass():
+    def right(algorithm, n):
+        return (_hillis_steele if algorithm == "hillis_steele" else _blelloch)(n)
+
+    assert evaluate("ex-scans-counts", right).status == "passed"
 
 
 def test_hillis_steele_power_of_two_formula_fails_for_other_lengths():
-    def power_of_two_formula(n):
+    def power_of_two_formula(algorithm, n):
+        if algorithm == "blelloch":
+            return _blelloch(n)
         k = _ceil_log2(n)
-        return n * k - n + 1
+        return n * k - n + 1, k
 
-    _fails_at("ex-scans-hs", power_of_two_formula, 3, 6, "n = 3", "expected 3, got 4")
+    _fails_at("ex-scans-counts", power_of_two_formula, 2, 8,
+              'algorithm = "hillis_steele", n = 3', "expected (3, 2), got (4, 2)")
+
+
+def test_blelloch_without_padding_fails_at_a_length_that_is_not_a_power_of_two():
+    def no_padding(algorithm, n):
+        if algorithm == "hillis_steele":
+            return _hillis_steele(n)
+        return 2 * (n - 1), 2 * _ceil_log2(n)
+
+    _fails_at("ex-scans-counts", no_padding, 7, 8, 'algorithm = "blelloch", n = 5',
+              "expected (14, 6), got (8, 6)")
+
+
+def test_blelloch_depth_off_by_one_fails_at_its_first_case():
+    def off_by_one(algorithm, n):
+        if algorithm == "hillis_steele":
+            return _hillis_steele(n)
+        work, depth = _blelloch(n)
+        return work, depth + 1
+
+    _fails_at("ex-scans-counts", off_by_one, 5, 8, 'algorithm = "blelloch", n = 1')
+
+
+def test_work_alone_for_hillis_steele_fails_on_the_type_of_the_answer():
+    def work_only(algorithm, n):
+        return _hillis_steele(n)[0] if algorithm == "hillis_steele" else _blelloch(n)
+
+    _fails_at("ex-scans-counts", work_only, 1, 8, 'algorithm = "hillis_steele", n = 1')
 
 
 def test_segmented_sums_with_swapped_gates_fail():

@@ -22,34 +22,26 @@ def _counting_scan(algorithm, n, *args):
 
 # ------------------------------------------------------------ 01_associative_scan
 
-def _blelloch_work_depth(n):
-    r = _counting_scan("blelloch_scan", n)
+_COUNTED = {"hillis_steele": "hillis_steele_scan", "blelloch": "blelloch_scan"}
+
+
+def _work_and_depth(algorithm, n):
+    r = _counting_scan(_COUNTED[algorithm], n)
     return (r.work, r.depth)
 
 
 exercise(
-    "ex-scans-blelloch", notebook=NB1, name="blelloch_work_depth",
-    signature="blelloch_work_depth(n)",
-    reference=_blelloch_work_depth,
-    cases=lambda: [Case((n,), show=f"n = {n}") for n in (1, 2, 8, 5, 4096, 4097)],
-    hint="count the combines and the steps of one up-sweep level and one down-sweep "
-         "level for n = 2^k first; a length that is not a power of two is padded "
-         "with identities to the next power of two before the sweeps.",
-)
-
-
-def _hillis_steele_work(n):
-    return _counting_scan("hillis_steele_scan", n).work
-
-
-exercise(
-    "ex-scans-hs", notebook=NB1, name="hillis_steele_work",
-    signature="hillis_steele_work(n)",
-    reference=_hillis_steele_work,
-    cases=lambda: [Case((n,), show=f"n = {n}") for n in (1, 2, 3, 5, 300, 1024)],
-    hint="the step with offset 2^d updates the slots 2^d .. n - 1; there are "
-         "k = ceil(log2 n) steps, and the last offset may be well below n when n "
-         "is not a power of two.",
+    "ex-scans-counts", notebook=NB1, name="work_and_depth",
+    signature="work_and_depth(algorithm, n)",
+    reference=_work_and_depth,
+    cases=lambda: [Case((alg, n), show=f'algorithm = "{alg}", n = {n}')
+                   for alg, ns in (("hillis_steele", (1, 3, 300, 1024)),
+                                   ("blelloch", (1, 8, 5, 4097)))
+                   for n in ns],
+    hint="Hillis-Steele: the step with offset 2^d updates the slots 2^d .. n - 1, and the "
+         "last offset may be well below n when n is not a power of two. Blelloch: count one "
+         "up-sweep and one down-sweep level for n = 2^k first; other lengths are padded with "
+         "identities to the next power of two before the sweeps.",
 )
 
 
