@@ -61,6 +61,7 @@ import torch
 
 from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
                ratio_with_verdict, render_table, verdict_counts)
+from .device import SIMULATOR_NOTE, cuda_runs_here, tensor_device
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "KINDS", "DEFAULT_T", "DEFAULT_SIZE", "QUICK_T", "QUICK_SIZE",
@@ -194,7 +195,7 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
         raise ValueError(f"cells.run: kinds must be among {KINDS}, got {kinds!r}")
     if not backends or any(b not in BACKENDS for b in backends):
         raise ValueError(f"cells.run: backends must be among {BACKENDS}, got {backends!r}")
-    if "cuda" in backends and not torch.cuda.is_available():
+    if "cuda" in backends and not cuda_runs_here():
         raise RuntimeError("cells.run: backend 'cuda' needs a GPU")
     if dtype not in ("float32", "float64"):
         raise ValueError(f"cells.run: dtype must be 'float32' or 'float64', got {dtype!r}")
@@ -206,7 +207,8 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
     rows = []
     total, done = len(backends) * len(kinds) * len(T), 0
     for backend in backends:
-        device = "cuda" if backend == "cuda" else "cpu"
+        label = "cuda" if backend == "cuda" else "cpu"
+        device = tensor_device(label)       # "cpu" for the cuda rows under numba's simulator
         for kind in kinds:
             for t in T:
                 done += 1
@@ -222,9 +224,11 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, input_size=None,
                     fns["ref"] = _op_call(kind, x, params, g, None)
                 timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
                                      min_time=settings["min_time"], device=device)
-                row = {"benchmark": "cells", "backend": backend, "device": device, "kind": kind, "T": t, "B": B,
+                row = {"benchmark": "cells", "backend": backend, "device": label, "kind": kind, "T": t, "B": B,
                        "I": I, "H": H, "dtype": dtype, "stat": stat, "threads": threads,
                        "nn_module": f"torch.nn.{NN_MODULES[kind]}"}
+                if device != label:
+                    row["simulator"] = True
                 for name in ("ref", "kernel", "nn", "proj"):
                     row[f"{name}_s"] = timings[name].stat(stat) if name in timings else None
                 row["ref_over_kernel"] = _ratio(row["ref_s"], row["kernel_s"])
@@ -286,6 +290,8 @@ def format_table(rows, title=None):
     counts = verdict_counts(rows)
     if counts:
         notes.append("Target verdicts: " + counts)
+    if any(r.get("simulator") for r in rows):
+        notes.append(SIMULATOR_NOTE)
     return render_table(rows, columns, title=title, notes=notes)
 
 
@@ -321,7 +327,7 @@ def add_arguments(parser):
 def from_args(args, parser=None):
     """Run from parsed arguments; return ``(rows, config)``."""
     backends = args.backends or default_backends()
-    if "cuda" in backends and not torch.cuda.is_available() and parser is not None:
+    if "cuda" in backends and not cuda_runs_here() and parser is not None:
         parser.error("backend cuda cannot run here: no GPU is available")
     timing = {} if args.min_time is None else {"min_time": args.min_time}
 

@@ -70,6 +70,7 @@ from torch import nn
 
 from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
                render_table, verdict_counts)
+from .device import SIMULATOR_NOTE, cuda_runs_here, simulator, tensor_device
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "build_model", "LoopRNN", "MODELS", "DEFAULT_MODELS", "MODEL_LABELS",
@@ -244,7 +245,7 @@ def _check_run_args(T, models, devices, stat, sizes):
     for dev in devices:
         if dev not in ("cpu", "cuda"):
             raise ValueError(f"lds.run: devices must be among ('cpu', 'cuda'), got {devices!r}")
-        if dev == "cuda" and not torch.cuda.is_available():
+        if dev == "cuda" and not cuda_runs_here():
             raise RuntimeError("lds.run: device 'cuda' cannot run here: no GPU is available")
     if not devices:
         raise ValueError("lds.run: devices must name at least one device")
@@ -260,6 +261,8 @@ def _check_run_args(T, models, devices, stat, sizes):
 
 
 def _lstm_impl(device):
+    if torch.device(device).type == "cuda" and simulator():
+        return "cpu (aten; the cuda row runs in numba's CUDA simulator)"
     if torch.device(device).type == "cuda":
         return "cudnn" if torch.backends.cudnn.is_available() and torch.backends.cudnn.enabled else "cuda (native)"
     return "cpu (aten)"
@@ -272,6 +275,8 @@ def _row(device, T, sizes, stat, models, timings, errors, params):
     row = {"benchmark": "lds", "device": str(device), "T": T, **sizes, "dtype": "float32", "stat": stat,
            "models": list(models), "lstm_impl": _lstm_impl(device), "threads": torch.get_num_threads(),
            "errors": dict(errors), "parameters": dict(params)}
+    if torch.device(device).type == "cuda" and simulator():
+        row["simulator"] = True
     for name in MODELS:
         row[f"{name}_s"] = get(name)
     lstm = row["lstm_s"]
@@ -346,10 +351,15 @@ def run(T=None, models=DEFAULT_MODELS, devices=None, *, batch_size=None, input_s
     rows = []
     total, done = len(T) * len(devices), 0
     for device in devices:
+        where = tensor_device(device)           # "cpu" for the cuda rows under numba's simulator
         built, errors, params = {}, {}, {}
         for name in models:
             try:
-                built[name] = build_model(name, d, sizes["hidden_size"], m, seed=seed).to(device)
+                built[name] = build_model(name, d, sizes["hidden_size"], m, seed=seed).to(where)
+                if where != device:             # the simulator: rnnlab's CUDA kernels on CPU tensors
+                    for module in built[name].modules():
+                        if getattr(module, "backend", None) == "auto":
+                            module.backend = "cuda"
                 params[name] = _count(built[name])
             except Exception as exc:  # e.g. no kernel for this device
                 errors[name] = f"{type(exc).__name__}: {exc}"
@@ -359,8 +369,8 @@ def run(T=None, models=DEFAULT_MODELS, devices=None, *, batch_size=None, input_s
                 progress(f"[{done}/{total}] {device} T={t} B={B} d={d} H={sizes['hidden_size']}: "
                          + ", ".join(n for n in models if n in built))
             gen = torch.Generator().manual_seed(seed + t)
-            x = torch.randn(B, t, d, generator=gen).to(device)
-            g = torch.randn(B, t, m, generator=gen).to(device)
+            x = torch.randn(B, t, d, generator=gen).to(where)
+            g = torch.randn(B, t, m, generator=gen).to(where)
             fns, row_errors = {}, dict(errors)
             for name, model in built.items():
                 fn = _fwdbwd(model, x, g)
@@ -371,7 +381,7 @@ def run(T=None, models=DEFAULT_MODELS, devices=None, *, batch_size=None, input_s
                     continue
                 fns[name] = fn
             timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
-                                 min_time=settings["min_time"], device=device) if fns else {}
+                                 min_time=settings["min_time"], device=where) if fns else {}
             rows.append(_row(device, t, sizes, stat, models, timings, row_errors, params))
             del x, g, fns
             gc.collect()
@@ -439,6 +449,8 @@ def format_table(rows, *, title=None):
     counts = verdict_counts(rows)
     if counts:
         notes.append("Target verdicts: " + counts)
+    if any(r.get("simulator") for r in rows):
+        notes.append(SIMULATOR_NOTE)
     return render_table(rows, columns, title=title, notes=notes)
 
 
@@ -486,7 +498,7 @@ def add_arguments(parser):
 def from_args(args, parser=None):
     """Run from parsed arguments; return ``(rows, config)``."""
     devices = args.devices or default_devices()
-    if "cuda" in devices and not torch.cuda.is_available() and parser is not None:
+    if "cuda" in devices and not cuda_runs_here() and parser is not None:
         parser.error("device cuda cannot run here: no GPU is available")
     models = tuple(args.models) if args.models else DEFAULT_MODELS
     sizes = dict(batch_size=args.batch_size, input_size=args.input_size, hidden_size=args.hidden_size,

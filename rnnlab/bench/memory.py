@@ -79,6 +79,7 @@ import torch
 from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
                render_table, verdict_counts)
 from ..models import DeepLSTM, MemoryLSTM
+from .device import SIMULATOR_NOTE, cuda_runs_here, tensor_device
 from .timing import match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "copy_per_step", "saved_bytes", "Controller", "TARGETS", "KINDS", "DEFAULT_T",
@@ -265,7 +266,8 @@ def _op_row(backend, kind, t, B, m, dtype, stat, threads, settings, reference, l
     from rnnlab import neural_memory
     from rnnlab.kernels import neural_memory_loop, neural_memory_ref
 
-    device = "cuda" if backend == "cuda" else "cpu"
+    label = "cuda" if backend == "cuda" else "cpu"
+    device = tensor_device(label)       # "cpu" for the cuda rows under numba's simulator
     v, d, u, gr, gs = _inputs(kind, B, t, m, getattr(torch, dtype), device, seed + t)
     fns = {"fwd": functools.partial(neural_memory, kind, v, d, u, backend=backend),
            "fwdbwd": _fwdbwd(functools.partial(neural_memory, kind, backend=backend), v, d, u, gr, gs),
@@ -279,8 +281,10 @@ def _op_row(backend, kind, t, B, m, dtype, stat, threads, settings, reference, l
         timings.update(time_calls({"loop_fwdbwd": _fwdbwd(functools.partial(neural_memory_loop, kind),
                                                           v, d, u, gr, gs)},
                                   warmup=0, min_repeats=1, min_time=0.0, device=device))
-    row = {"benchmark": "memory", "part": "op", "backend": backend, "device": device, "kind": kind,
+    row = {"benchmark": "memory", "part": "op", "backend": backend, "device": label, "kind": kind,
            "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads}
+    if device != label:
+        row["simulator"] = True
     for name in ("fwd", "fwdbwd", "steps_fwdbwd", "ref_fwd", "ref_fwdbwd", "loop_fwdbwd"):
         row[f"{name}_s"] = timings[name].stat(stat) if name in timings else None
     row["ref_fwdbwd_over_fwdbwd"] = _ratio(row["ref_fwdbwd_s"], row["fwdbwd_s"])
@@ -299,7 +303,8 @@ def _op_row(backend, kind, t, B, m, dtype, stat, threads, settings, reference, l
 
 def _train_step_row(backend, kind, t, B, m, dtype, stat, threads, settings, size, seed):
     """One row of the training-step table (see the module docstring)."""
-    device = "cuda" if backend == "cuda" else "cpu"
+    label = "cuda" if backend == "cuda" else "cpu"
+    device = tensor_device(label)       # "cpu" for the cuda rows under numba's simulator
     models = _train_models(kind, backend, m, size, device, seed)
     if dtype == "float64":
         models = {k: net.double() for k, net in models.items()}
@@ -310,8 +315,10 @@ def _train_step_row(backend, kind, t, B, m, dtype, stat, threads, settings, size
     fns = {k: _train_step(net, inputs, targets) for k, net in models.items()}
     timings = time_calls(fns, warmup=settings["warmup"], min_repeats=settings["min_repeats"],
                          min_time=settings["min_time"], device=device)
-    row = {"benchmark": "memory", "part": "train_step", "backend": backend, "device": device, "kind": kind,
+    row = {"benchmark": "memory", "part": "train_step", "backend": backend, "device": label, "kind": kind,
            "T": t, "B": B, "m": m, "dtype": dtype, "stat": stat, "threads": threads, **size}
+    if device != label:
+        row["simulator"] = True
     for name in fns:
         row[f"{name}_s"] = timings[name].stat(stat)
     row["step_over_controller"] = _ratio(row["step_s"], row["controller_s"])
@@ -352,7 +359,7 @@ def run(T=None, kinds=KINDS, backends=None, *, batch_size=None, value_size=None,
         raise ValueError(f"memory.run: kinds must be among {KINDS}, got {kinds!r}")
     if any(b not in BACKENDS for b in backends) or not backends:
         raise ValueError(f"memory.run: backends must be among {BACKENDS}, got {backends!r}")
-    if "cuda" in backends and not torch.cuda.is_available():
+    if "cuda" in backends and not cuda_runs_here():
         raise RuntimeError("memory.run: backend 'cuda' needs a GPU")
     if dtype not in ("float32", "float64"):
         raise ValueError(f"memory.run: dtype must be 'float32' or 'float64', got {dtype!r}")
@@ -392,6 +399,8 @@ def format_table(rows, title=None):
     verdicts = verdict_counts(rows)
     if verdicts:
         notes.append("Target verdicts: " + verdicts)
+    if any(r.get("simulator") for r in rows):
+        notes.append(SIMULATOR_NOTE)
     return "\n\n".join(out + ["\n".join(notes)])
 
 
@@ -480,7 +489,7 @@ def add_arguments(parser):
 def from_args(args, parser=None):
     """Run from parsed arguments; return ``(rows, config)``."""
     backends = args.backends or default_backends()
-    if "cuda" in backends and not torch.cuda.is_available() and parser is not None:
+    if "cuda" in backends and not cuda_runs_here() and parser is not None:
         parser.error("backend cuda cannot run here: no GPU is available")
     timing = {} if args.min_time is None else {"min_time": args.min_time}
 

@@ -58,6 +58,7 @@ import torch
 
 from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
                render_table, verdict_counts)
+from .device import SIMULATOR_NOTE, cuda_runs_here, simulator, tensor_device
 from .timing import available_memory_bytes, match_thread_pools, time_calls
 
 __all__ = ["run", "format_table", "TARGETS", "DEFAULT_T", "DEFAULT_SIZES", "DEFAULT_DTYPES", "A_FORMS",
@@ -106,11 +107,12 @@ TARGETS = (
 
 
 def available_backends():
-    """The backends that can run here: ``torch`` always, ``cpu`` once its kernel exists, ``cuda`` on a GPU."""
+    """The backends that can run here: ``torch`` always, ``cpu`` once its kernel exists, ``cuda`` on a GPU
+    (or in numba's CUDA simulator, :mod:`rnnlab.bench.device`)."""
     out = ["torch"]
     if importlib.util.find_spec("rnnlab.kernels.scan_cpu") is not None:
         out.append("cpu")
-    if torch.cuda.is_available() and importlib.util.find_spec("rnnlab.kernels.scan_cuda") is not None:
+    if cuda_runs_here() and importlib.util.find_spec("rnnlab.kernels.scan_cuda") is not None:
         out.append("cuda")
     return tuple(out)
 
@@ -242,6 +244,8 @@ def _row(backend, device, dtype_name, T, B, C, stat, timings, info, itemsize, a_
 
     row = {"benchmark": "scan", "backend": backend, "device": str(device), "dtype": dtype_name,
            "T": T, "B": B, "C": C, "a": a_form, "stat": stat, "skipped": None}
+    if backend == "cuda" and simulator():
+        row["simulator"] = True
     for name in ("fwd", "fwdbwd", "floor", "floor_alloc", "floor_fwdbwd", "cumsum",
                  "loop_fwd", "loop_fwdbwd"):
         row[f"{name}_s"] = get(name)
@@ -348,13 +352,14 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
     total = len(T) * len(sizes) * len(dtypes) * len(a_forms) * len(backends)
     done = 0
     for device, device_backends in devices.items():
+        where = tensor_device(device)           # "cpu" for the cuda rows under numba's simulator
         for dtype_name in dtypes:
             dtype = DTYPES[dtype_name]
             itemsize = torch.empty((), dtype=dtype).element_size()
             for t in T:
                 for (B, C), a_form in ((size, f) for size in sizes for f in a_forms):
                     need = _TENSORS_ALIVE * B * t * C * itemsize
-                    if device == "cpu":
+                    if where == "cpu":
                         avail = available_memory_bytes()
                     else:
                         avail = torch.cuda.mem_get_info()[0]
@@ -370,14 +375,14 @@ def run(T=None, sizes=None, dtypes=None, backends=None, *, quick=False, stat="me
                         progress(f"[{which}/{total}] {'/'.join(device_backends)} {dtype_name} T={t} B={B} C={C} "
                                  f"a={a_form}")
                     (a, b, g), floors, base, info = _measure_baselines(
-                        B, t, C, dtype, device, seed, settings, loop, loop_max_T, a_form)
+                        B, t, C, dtype, where, seed, settings, loop, loop_max_T, a_form)
                     for backend in device_backends:
                         done += 1
                         fns = {"fwd": (lambda be=backend: linear_scan(a, b, backend=be)),
                                "fwdbwd": _fwdbwd(a, b, g, backend), **floors}
                         timings = time_calls(fns, warmup=settings["warmup"],
                                              min_repeats=settings["min_repeats"],
-                                             min_time=settings["min_time"], device=device)
+                                             min_time=settings["min_time"], device=where)
                         timings.update(base)
                         rows.append(_row(backend, device, dtype_name, t, B, C, stat, timings, info, itemsize,
                                          a_form))
@@ -456,6 +461,8 @@ def format_table(rows, *, title=None):
     notes.append(f"Targets (cpu backend): {targets}.")
     if counts:
         notes.append("Target verdicts: " + counts)
+    if any(r.get("simulator") for r in rows):
+        notes.append(SIMULATOR_NOTE)
     return render_table(rows, _columns(), title=title, notes=notes)
 
 

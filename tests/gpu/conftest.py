@@ -9,26 +9,7 @@ import os
 
 import pytest
 
-
-def cuda_problem():
-    """None when torch and numba-cuda can both use a GPU here, else why not (one sentence)."""
-    if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
-        return "NUMBA_ENABLE_CUDASIM is set: numba's simulator is not a GPU (unset it for tests/gpu)"
-    import torch
-
-    if not torch.cuda.is_available():
-        if not torch.version.cuda:
-            return (f"torch {torch.__version__} is a CPU build "
-                    f"(`make test-gpu TORCH=torch` installs a CUDA build on a machine with a GPU)")
-        return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) finds no GPU "
-                f"(no NVIDIA driver, or CUDA_VISIBLE_DEVICES hides the devices)")
-    try:
-        from numba import cuda
-    except ImportError as exc:
-        return f"numba-cuda is not installed ({exc}): pip install 'numba-cuda[cu12]'"
-    if not cuda.is_available():
-        return "torch sees a GPU but numba-cuda does not (numba.cuda.is_available() is False; try `numba -s`)"
-    return None
+from rnnlab.bench.device import cuda_problem
 
 
 PROBLEM = cuda_problem()
@@ -37,8 +18,9 @@ NOT_RUN = []
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without a GPU, keep one test here to fail (with the reason) and deselect the others."""
-    if PROBLEM is None:
+    """Without a GPU, keep one test here to fail (with the reason) and deselect the others
+    (``--collect-only`` lists them all: ``tools/gpu_check.py --dry-run`` does)."""
+    if PROBLEM is None or config.option.collectonly:
         return
     ours = [item for item in items if str(item.fspath).startswith(HERE + os.sep)]
     if len(ours) > 1:
