@@ -19,16 +19,17 @@ SETUP_MARKER = "# rnnlab setup"
 
 SETUP_TEMPLATE = '''{marker}: works locally, on Colab (installs rnnlab) and on a GPU runtime.
 try:
-    from rnnlab import setup_notebook  # also fails where an uninstall left only empty folders
+    from rnnlab import setup_notebook  # fails too on an uninstall's leftover folder
 except ImportError:
-    %pip install --disable-pip-version-check "rnnlab @ git+{url}"
+    %env PIP_DISABLE_PIP_VERSION_CHECK=1
+    %pip install "rnnlab @ git+{url}"
     import importlib, sys
     for name in [m for m in sys.modules if m == "rnnlab" or m.startswith("rnnlab.")]:
         del sys.modules[name]
     importlib.invalidate_caches()
 import rnnlab
 device = rnnlab.setup_notebook(seed=0)'''
-# The install line shows pip's "Successfully installed ..." (no -q): Colab reads it to offer a restart
+# The install shows pip's "Successfully installed ..." (no -q): Colab reads it to offer a restart
 # when a package that is already imported was upgraded. Nothing that Colab preinstalls is upgraded by
 # rnnlab's requirements (pyproject.toml keeps its lower bounds at or below Colab's versions).
 
