@@ -290,3 +290,19 @@ def test_book_titles_agree_with_declared_difficulty():
              for ex in core.exercises() if ex.difficulty is not None and folder.difficulty(ex) != ex.difficulty]
     assert not wrong, "make difficulty= in rnnlab/checks/<chapter>.py match the title: " + "; ".join(wrong)
     assert folder.titles(folder.BOOK / "scans" / "01_associative_scan.ipynb")      # the titles are found
+
+
+def test_the_chapters_hidden_cases_compute_and_differ_from_the_public_ones():
+    """Every chapter exercise with a generator gets hidden cases whose reference runs, and at least
+    one of them has an answer that none of the public answers matches (so hard-coding fails)."""
+    import rnnlab.checks  # noqa: F401  (registers the chapters)
+
+    exs = [ex for ex in core.exercises() if ex.hidden is not None]
+    assert len(exs) >= 30
+    problems = judge.Judge(exs, seed=11).prepare().problems
+    assert not [p.error for p in problems.values() if p.error]
+    for p in problems.values():
+        public = len(p.cases) - p.hidden
+        assert p.hidden >= 1
+        assert any(all(p.exercise.agree(p.expected[k], p.expected[i]) is not None for k in range(public))
+                   for i in range(public, len(p.cases))), p.exercise.label

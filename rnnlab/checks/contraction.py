@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .core import Case, exercise
+from .core import Case, exercise, hidden
 
 _BOOK = "contraction/"
 
@@ -334,3 +334,71 @@ exercise(
          "exp((|W_ii| - 1) t) * 1 * exp((|W_ii| - 1) t); integrate from 0 to infinity.",
     rtol=1e-8,
 )
+
+
+# ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
+# Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
+
+@hidden("ex-ctr-linear")
+def _identity_rate_hidden(rng):
+    return [Case((_rotation(float(rng.uniform(0.5, 4.0))),)), Case((rng.normal(size=(2, 2)),)),
+            Case((np.tril(rng.normal(size=(3, 3))),))]
+
+
+@hidden("ex-ctr-thm4")
+def _theorem4_hidden(rng):
+    cases = []
+    for g in (1.0, float(rng.uniform(0.2, 0.9))):
+        d = rng.uniform(-1.0, 0.8, 2)
+        cases.append(Case((np.array([[d[0], 0.0], [rng.uniform(-4, 4), d[1]]]), g)))
+    return cases
+
+
+@hidden("ex-ctr-identity")
+def _identity_threshold_hidden(rng):
+    return [Case((float(e),)) for e in rng.uniform(0.05, 0.95, 2)]
+
+
+@hidden("ex-ctr-diag")
+def _diag_hidden(rng):
+    return [Case((_rotation(float(rng.uniform(0.3, 1.8))),)),
+            Case((np.array([[0.0, 0.0], [rng.uniform(1.0, 8.0), 0.0]]),))]
+
+
+@hidden("ex-ctr-hierarchy")
+def _hierarchy_hidden(rng):
+    cases = []
+    for n1, n2 in ((1, 2), (2, 2)):
+        lam1, lam2 = rng.uniform(0.3, 1.0, 2)
+        cases.append(Case((np.diag(rng.uniform(0.5, 3.0, n1)), float(lam1), np.diag(rng.uniform(0.5, 3.0, n2)),
+                           float(lam2), rng.normal(size=(n2, n1)), float(min(lam1, lam2) * rng.uniform(0.1, 0.9)))))
+    return cases
+
+
+@hidden("ex-ctr-params")
+def _params_hidden(rng):
+    return [Case((int(rng.integers(1, 5)), [int(h) for h in rng.integers(2, 10, size=int(rng.integers(1, 5)))],
+                  int(rng.integers(1, 6))), {"lower_only": bool(lower)}) for lower in (True, False)]
+
+
+@hidden("ex-ctr-skew-euler")
+def _skew_euler_hidden(rng):
+    return [Case((float(a),)) for a in rng.uniform(0.02, 1.9, 2)]
+
+
+@hidden("ex-ctr-euler-bound")
+def _euler_hidden(rng):
+    n = int(rng.integers(2, 6))
+    S = rng.normal(size=(n, n))
+    return [Case((0.3 * rng.normal(size=(n, n)), S - S.T, float(rng.uniform(0.05, 0.5)))),
+            Case((0.3 * rng.normal(size=(n, n)), S, float(rng.uniform(0.05, 0.5)), float(rng.uniform(0.2, 1.0))))]
+
+
+@hidden("ex-ctr-find-m")
+def _find_m_hidden(rng):
+    cases = []
+    for n in (2, 4):
+        W = rng.normal(size=(n, n)) * 3
+        np.fill_diagonal(W, rng.uniform(-0.9, 0.9, n))
+        cases.append(Case((W,)))
+    return cases

@@ -8,7 +8,7 @@ the chapter. Heavy imports stay inside the functions.
 """
 import math
 
-from .core import Case, close, exercise
+from .core import Case, close, exercise, hidden
 
 
 # ----------------------------------------------------------------- helpers
@@ -260,3 +260,73 @@ exercise(
     reference=_break_even_reference, cases=_break_even_cases,
     hint="each further layer costs c = (tk - t1) / (k - 1); solve t1 + (depth - 1) c = t_lstm, "
          "and mind the two special cases of the docstring.")
+
+
+# ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
+# Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
+
+def _seed(rng):
+    return int(rng.integers(2 ** 31))
+
+
+@hidden("ex-lds-bprime-2")
+def _two_mode_hidden(rng):
+    return [Case((_c128([_polar(*rng.uniform([0.3, -3.0], [1.0, 3.0])) for _ in range(2)]),))
+            for _ in range(3)]
+
+
+@hidden("ex-ldstack-h0")
+def _exact_steps_hidden(rng):
+    import torch
+
+    from rnnlab.models import LDStackExact
+
+    cases = []
+    for depth, T in ((4, 7), (2, 5)):
+        stack = LDStackExact(2, 5, depth=depth, nonlinearity="tanh",
+                             generator=torch.Generator().manual_seed(_seed(rng))).double()
+        x = torch.from_numpy(rng.normal(size=(2, T, 2)))
+        cases.append(Case((stack, x, torch.from_numpy(rng.normal(size=(2, 5))))))
+    return cases
+
+
+@hidden("ex-ldstack-by-hand")
+def _second_layer_hidden(rng):
+    import torch
+
+    cases = []
+    for B, T, C in ((2, 5, 3), (1, 7, 2)):
+        lam = torch.polar(torch.from_numpy(rng.uniform(0.5, 1.0, C)), torch.from_numpy(rng.uniform(-3, 3, C)))
+        drive = torch.from_numpy(rng.normal(size=(B, T, C)) + 1j * rng.normal(size=(B, T, C)))
+        cases.append(Case((lam, drive)))
+    return cases
+
+
+@hidden("ex-copy-bprime")
+def _folded_readout_hidden(rng):
+    import torch
+
+    from rnnlab.models import LDS
+
+    return [Case((LDS(2, 8, 3, eigenvalues="free", generator=torch.Generator().manual_seed(_seed(rng))).double(),)),
+            Case((LDS(1, 5, 2, eigenvalues="free", conjugate_pairs=False,
+                      generator=torch.Generator().manual_seed(_seed(rng))).double(),))]
+
+
+@hidden("ex-speed-per-step")
+def _cost_per_step_hidden(rng):
+    cases = []
+    for n in (4, 6):
+        T = sorted(int(t) for t in rng.choice(range(64, 4097, 64), size=n, replace=False))
+        a, b = rng.uniform(1e-4, 1e-2), rng.uniform(1e-5, 1e-3)
+        cases.append(Case((T, [float(a + b * t) * rng.uniform(0.95, 1.05) for t in T])))
+    return cases
+
+
+@hidden("ex-speed-depth")
+def _break_even_hidden(rng):
+    t1 = rng.uniform(0.01, 0.05)
+    k = int(rng.integers(2, 9))
+    tk = t1 + rng.uniform(0.001, 0.02) * (k - 1)
+    return [Case((float(t1), float(tk), k, float(t1 * rng.uniform(2, 8)))),
+            Case((float(t1), float(tk), k, float(t1 * rng.uniform(0.3, 0.9))))]

@@ -5,7 +5,7 @@ Each reference computes its answer with the package: :func:`rnnlab.models.recurr
 :mod:`rnnlab.theory.jacobians` (themselves tested against autograd). Heavy
 imports stay inside the functions.
 """
-from .core import Case, exercise
+from .core import Case, exercise, hidden
 
 NB1 = "lowrank/01_cells"
 NB2 = "lowrank/02_spectra"
@@ -288,3 +288,77 @@ exercise(
     reference=_ed_reference, cases=_ed_cases, rtol=1e-6, atol=1e-9,
     hint="Centre the columns of X (PCA does), take the singular values s of the centred matrix; the variance "
          "of component i is s_i²: return the sum of the k largest s² over the sum of all.")
+
+
+# ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
+# Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
+
+def _normal(rng, *shape):
+    import torch
+
+    return torch.from_numpy(rng.normal(size=shape))
+
+
+def _mask_of(rng, n, s):
+    import torch
+
+    return torch.from_numpy((rng.random((n, n)) >= s).astype(float))
+
+
+@hidden("ex-lr-w-rec")
+def _w_rec_hidden(rng):
+    return [Case((_normal(rng, 5, 2), _normal(rng, 2, 5), _mask_of(rng, 5, 0.4))),
+            Case((_normal(rng, 4, 4), None, _mask_of(rng, 4, 0.2)))]
+
+
+@hidden("ex-lr-count")
+def _count_hidden(rng):
+    cases = []
+    for kind in rng.choice(["rnn", "gru", "lstm", "cfc"], size=3, replace=False):
+        n = int(rng.integers(2, 40))
+        rank = None if rng.random() < 0.3 else int(rng.integers(1, n + 1))
+        cases.append(Case((str(kind), int(rng.integers(1, 50)), n, rank)))
+    return cases
+
+
+@hidden("ex-lr-lowrank-radius")
+def _radius_hidden(rng):
+    return [Case((_normal(rng, n, r) / n ** 0.5, _normal(rng, r, n) / n ** 0.5)) for n, r in ((30, 3), (50, 7))]
+
+
+@hidden("ex-lr-rnn-jacobian")
+def _rnn_jacobian_hidden(rng):
+    return [Case((_normal(rng, n, n) * 0.7, _normal(rng, n), _normal(rng, n))) for n in (3, 6)]
+
+
+@hidden("ex-lr-cfc-jacobian")
+def _cfc_jacobian_hidden(rng):
+    return [Case((_normal(rng, 3, n, n) * 0.5, _normal(rng, 3, n), _normal(rng, n))) for n in (3, 5)]
+
+
+@hidden("ex-lr-log-norms")
+def _log_norms_hidden(rng):
+    return [Case(([0.5 * _normal(rng, n, n) for _ in range(k)],)) for n, k in ((3, 5), (2, 3))]
+
+
+@hidden("ex-lr-velocity")
+def _velocity_hidden(rng):
+    import numpy as np
+
+    theta = rng.uniform(-np.pi, np.pi, 6)
+    step = rng.uniform(-1.0, 1.0, 6)
+    return [Case((_angles(theta), _angles(theta + step), float(rng.uniform(0.01, 0.2))))]
+
+
+@hidden("ex-lr-lqr")
+def _lqr_hidden(rng):
+    import numpy as np
+
+    A = np.eye(2) + 0.3 * rng.normal(size=(2, 2))
+    return [Case((A, rng.normal(size=(2, 1)), np.diag(rng.uniform(0.1, 2.0, 2)), np.array([[rng.uniform(0.01, 2.0)]])))]
+
+
+@hidden("ex-lr-effective-dim")
+def _ed_hidden(rng):
+    return [Case((rng.normal(size=(150, 6)) * rng.uniform(0.5, 4.0, 6), int(rng.integers(1, 6)))),
+            Case((rng.normal(size=(120, 3)) @ rng.normal(size=(3, 9)), 4))]

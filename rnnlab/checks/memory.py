@@ -7,7 +7,7 @@ and autograd through the reference for the backward exercise. Strengths and
 values are given bottom (oldest) first, as the package stores them. Heavy
 imports stay inside the functions.
 """
-from .core import Case, close, exercise
+from .core import Case, close, exercise, hidden
 
 NB1 = "memory/01_stack_queue_deque"
 NB2 = "memory/02_backward_dynamics"
@@ -201,3 +201,51 @@ exercise(
     reference=_fine_reference, cases=_fine_cases,
     hint="The target ends with the end symbol too: count the correct symbols before the first "
          "mistake and divide by len(target) + 1.")
+
+
+# ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
+# Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
+
+def _strengths(rng, n):
+    s = rng.uniform(0.0, 1.0, n)
+    s[rng.random(n) < 0.2] = 0.0                     # some empty rows
+    return _t(s.tolist())
+
+
+@hidden("ex-mem-read-weights")
+def _read_weights_hidden(rng):
+    return [Case((_strengths(rng, n),)) for n in (3, 5, 6)]
+
+
+@hidden("ex-mem-pop")
+def _pop_hidden(rng):
+    return [Case((_strengths(rng, n), float(rng.uniform(0.0, 1.5)))) for n in (3, 5, 6)]
+
+
+@hidden("ex-mem-queue-read")
+def _queue_read_hidden(rng):
+    return [Case((_strengths(rng, n), _t(rng.normal(size=(n, m)).tolist()))) for n, m in ((3, 2), (5, 4))]
+
+
+@hidden("ex-mem-reversal-controls")
+def _reversal_hidden(rng):
+    return [Case((int(n),)) for n in rng.choice([4, 6, 7, 8], size=2, replace=False)]
+
+
+@hidden("ex-mem-pop-grad")
+def _pop_grad_hidden(rng):
+    return [Case((_t(rng.uniform(0.05, 1.0, n).tolist()), float(rng.uniform(0.05, 1.2)),
+                  _t(rng.normal(size=n).tolist()))) for n in (3, 5)]
+
+
+@hidden("ex-mem-fine-accuracy")
+def _fine_hidden(rng):
+    cases = []
+    for n, wrong in ((4, True), (6, True), (3, False)):
+        target = [int(v) for v in rng.integers(1, 9, size=n)]
+        prediction = list(target) + [9]
+        if wrong:
+            at = int(rng.integers(0, n))
+            prediction[at] = prediction[at] % 8 + 1          # another symbol
+        cases.append(Case((prediction, target, 9)))
+    return cases
