@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import pathlib
 
-from . import scans
+from . import contraction, scans
 
 __all__ = ["FIGURES", "render", "write", "stale"]
 
@@ -25,6 +25,11 @@ FIGURES = {
     "scan_tree": (scans.scan_tree, "book/scans/figures/scan_tree.svg"),
     "backward_scan": (scans.backward_scan, "book/scans/figures/backward_scan.svg"),
     "kernel_layout": (scans.kernel_layout, "book/scans/figures/kernel_layout.svg"),
+    "slope_box": (contraction.slope_box, "book/contraction/figures/slope_box.svg"),
+    "theorem7_ellipses": (contraction.theorem7_ellipses, "book/contraction/figures/theorem7_ellipses.svg"),
+    "combo_net_blocks": (contraction.combo_net_blocks, "book/contraction/figures/combo_net_blocks.svg"),
+    "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
+    "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""
