@@ -89,17 +89,15 @@ test-lint: $(STAMP)
 test-student: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider tests/student
 
-# Every CUDA kernel on a real GPU against its torch reference (tests/gpu), then the GPU rows of
-# both benchmarks (linear_scan against torch's own ops on the GPU; LDS and LDStack against cuDNN's
-# LSTM). Fails with "no CUDA device" where there is none. A CPU build of torch in .venv is replaced
-# by $(TORCH) when the driver lists a GPU: `make test-gpu TORCH=torch` takes PyPI's CUDA build.
+# Every CUDA kernel on a real GPU against its torch reference (tests/gpu), then the GPU rows of the
+# benchmarks (scan, lds, memory, cells): tools/gpu_check.py, which installs nothing and writes
+# gpu_check.json and gpu_check.md (bench-results/gpu-check/). Fails with "no CUDA device" where there
+# is none. First, a CPU build of torch in .venv is replaced by $(TORCH) when the driver lists a GPU:
+# `make test-gpu TORCH=torch` takes PyPI's CUDA build. (On a machine that has its CUDA torch already,
+# `python3 tools/gpu_check.py --out DIR` alone; its dry run is part of make test-unit.)
 test-gpu: $(STAMP)
 	$(PY) tests/gpu/prepare.py --torch '$(TORCH)'
-	$(PY) -m pytest -p no:cacheprovider tests/gpu
-	$(PY) -m rnnlab.bench scan --backends cuda
-	$(PY) -m rnnlab.bench lds --devices cuda
-	$(PY) -m rnnlab.bench memory --backends cuda
-	$(PY) -m rnnlab.bench cells --backends cuda
+	$(PY) tools/gpu_check.py --out bench-results/gpu-check
 
 bench: $(STAMP)
 	$(PY) -m rnnlab.bench scan
