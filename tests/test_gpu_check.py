@@ -217,3 +217,14 @@ def test_compile_time_tool_lists_every_kernel_signature():
     compile_time = _load("compile_time")
     listed = compile_time.signatures()
     assert len(listed) == 36 and {m for m, _, _ in listed} == set(compile_time.MODULES)
+
+
+def test_skipped_scan_rows_are_listed_not_tabulated():
+    problems = []
+    row = {"device": "cuda", "backend": "cuda", "dtype": "float32", "a": "BTC", "T": 4, "B": 1, "C": 2}
+    keys = [c[1] for c in gpu_check._scan_columns()]
+    full = dict(row, **{k: 1.0 for key in keys for k in (key if isinstance(key, tuple) else (key,)) if k not in row})
+    skipped = dict(row, T=8, skipped="needs about 9 GB, 1 GB available")
+    text = gpu_check.bench_markdown("scan", {"rows": [full, skipped]}, problems)
+    assert problems == [] and "Not measured: float32 T=8 1x2: needs about 9 GB" in text
+    assert len([line for line in text.splitlines() if line.startswith("| float32")]) == 1

@@ -324,8 +324,12 @@ def bench_markdown(name, doc, problems):
     if not rows:
         problems.append(f"{name}: no cuda row in the benchmark's JSON")
         return ""
+    skipped = [r for r in rows if r.get("skipped")]
+    rows = [r for r in rows if not r.get("skipped")]
     if name == "scan":
-        return markdown_table(rows, _scan_columns(), problems, name)
+        notes = "".join(f"\n\nNot measured: {r.get('dtype')} T={r.get('T')} {r.get('B')}x{r.get('C')}: {r['skipped']}"
+                        for r in skipped)
+        return markdown_table(rows, _scan_columns(), problems, name) + notes
     if name == "lds":
         return markdown_table(rows, _lds_columns(rows), problems, name)
     if name == "memory":
