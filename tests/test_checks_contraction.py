@@ -13,7 +13,7 @@ import pytest
 
 from rnnlab.checks import evaluate, exercises, get
 
-LABELS = ["ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-identity", "ex-ctr-diag",
+LABELS = ["ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
           "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m"]
 
 
@@ -50,6 +50,12 @@ def theorem4_eps(W, g=1.0):
     delta = 1.0 - g * max(W[0, 0], W[1, 1], 0.0)
     w = abs(W[1, 0])
     return 1.0 if w == 0 else min(1.0, delta / (2 * g * w))
+
+
+def theorem1_abscissa(W, g=1.0):
+    A = np.abs(np.asarray(W, dtype=float))
+    A[np.diag_indices_from(A)] *= np.diag(W) > 0        # the diagonal rule
+    return np.linalg.eigvals(g * A - np.eye(len(A))).real.max()
 
 
 def identity_threshold(eps):
@@ -113,6 +119,7 @@ def find_m_diagonal(W):
 
 
 CLOSED_FORMS = {"ex-ctr-linear": identity_rate, "ex-ctr-thm4": theorem4_eps,
+                "ex-ctr-thm1-scratch": theorem1_abscissa,
                 "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
                 "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params,
                 "ex-ctr-skew-euler": skew_euler_limit, "ex-ctr-euler-bound": euler_norm_bound,
@@ -166,6 +173,14 @@ def test_theorem4_uncapped_fails():
         return (1.0 - g * max(W[0, 0], W[1, 1], 0.0)) / (2 * g * abs(W[1, 0]))
 
     _fails_at("ex-ctr-thm4", wrong, 5, "weak coupling")
+
+
+def test_theorem1_without_the_diagonal_rule_fails():
+    def wrong(W, g=1.0):                            # keeps |W_ii| of a negative self-weight
+        A = np.abs(np.asarray(W, dtype=float))
+        return np.linalg.eigvals(g * A - np.eye(len(A))).real.max()
+
+    _fails_at("ex-ctr-thm1-scratch", wrong, 3, "negative self-weight")
 
 
 def test_identity_threshold_ignoring_eps_fails():

@@ -82,6 +82,30 @@ exercise(
 )
 
 
+def _theorem1_abscissa(W, g=1.0):
+    import rnnlab.theory as th
+
+    return _tidy(th.certify_theorem1(np.asarray(W, dtype=float), g).details["spectral_abscissa"])
+
+
+exercise(
+    "ex-ctr-thm1-scratch",
+    notebook=_BOOK + "02_six_theorems",
+    name="theorem1_abscissa",
+    signature="theorem1_abscissa(W, g=1.0)",
+    reference=_theorem1_abscissa,
+    cases=lambda: [
+        Case((np.array([[0.0, 0.3], [2.0, 0.0]]),), show="W = [[0, 0.3], [2, 0]], g = 1"),
+        Case((np.array([[0.0, -0.2], [4.0, 0.0]]),), show="W = [[0, -0.2], [4, 0]], g = 1 (the first page's example)"),
+        Case((np.array([[-2.0, 0.8], [0.9, 0.0]]),), show="W = [[-2, 0.8], [0.9, 0]], g = 1 (a negative self-weight)"),
+        Case((np.array([[0.5, 0.0], [3.0, 0.2]]), 0.25), show="W = [[0.5, 0], [3, 0.2]], g = 0.25"),
+        Case((_rotation(3.0),), show="W = [[0, -3], [3, 0]], g = 1 (Theorem 1 fails)"),
+    ],
+    hint="take |W| entry by entry, set a diagonal entry to 0 where W_ii <= 0, multiply by g, "
+         "subtract I, and return the largest real part of the eigenvalues.",
+)
+
+
 # ----------------------------------------------------------------- 03: counterexamples
 
 def _identity_threshold(eps):
@@ -352,6 +376,11 @@ def _theorem4_hidden(rng):
         d = rng.uniform(-1.0, 0.8, 2)
         cases.append(Case((np.array([[d[0], 0.0], [rng.uniform(-4, 4), d[1]]]), g)))
     return cases
+
+
+@hidden("ex-ctr-thm1-scratch")
+def _theorem1_scratch_hidden(rng):
+    return [Case((rng.normal(size=(2, 2)),)), Case((rng.normal(size=(3, 3)), float(rng.uniform(0.2, 1.0))))]
 
 
 @hidden("ex-ctr-identity")
