@@ -72,10 +72,10 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="also write the times as JSON")
     args = parser.parse_args(argv)
     cc = tuple(int(x) for x in args.cc.split("."))
-    jobs = [(mod, name, i, cc) for mod, name, i in signatures()]
     start = time.perf_counter()
     import numba.cuda  # noqa: F401  (its import is not a compilation)
     imported = time.perf_counter() - start
+    jobs = [(mod, name, i, cc) for mod, name, i in signatures()]
     start = time.perf_counter()
     if args.workers > 1:
         from concurrent.futures import ProcessPoolExecutor
