@@ -192,3 +192,50 @@ exercise(
          "decides the reduce and the rescan, only the chunks that are not empty take "
          "part in the carry scan, and with one chunk there is no carry to apply.",
 )
+
+
+# ------------------------------------------------------------ hidden cases (python -m rnnlab grade)
+# Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
+
+from .core import hidden  # noqa: E402
+
+
+@hidden("ex-scans-counts")
+def _counts_hidden(rng):
+    return [Case((alg, int(n))) for alg in ("hillis_steele", "blelloch")
+            for n in rng.choice(range(6, 3000), size=2, replace=False)]
+
+
+@hidden("ex-scans-segmented")
+def _segmented_hidden(rng):
+    cases = []
+    for n in (9, 14):
+        starts = sorted(int(s) for s in rng.choice(n, size=3, replace=False))
+        cases.append(Case((rng.normal(size=n), starts)))
+    return cases
+
+
+def _seeded_problem(rng, B, T, C, dtype, **kwargs):
+    return _problem(int(rng.integers(2 ** 31)), B, T, C, dtype, **kwargs)
+
+
+@hidden("ex-scans-flip")
+def _flip_hidden(rng):
+    import torch
+
+    a, b, h0, _ = _seeded_problem(rng, 2, 6, 3, torch.complex128)
+    a2, b2, _, _ = _seeded_problem(rng, 1, 5, 2, torch.float64, with_h0=False)
+    return [Case((a, b, h0)), Case((a2, b2))]
+
+
+@hidden("ex-scans-shared")
+def _shared_hidden(rng):
+    import torch
+
+    return [Case(_seeded_problem(rng, 2, 5, 3, dtype, shared_a=True)) for dtype in (torch.float64, torch.complex128)]
+
+
+@hidden("ex-scans-chunks")
+def _chunks_hidden(rng):
+    return [Case((int(n), int(p))) for n, p in ((rng.integers(20, 5000), rng.integers(2, 40)),
+                                               (rng.integers(12, 30), rng.integers(2, 12)))]
