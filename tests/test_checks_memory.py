@@ -5,8 +5,8 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-mem-read-weights", "ex-mem-pop", "ex-mem-queue-read", "ex-mem-reversal-controls",
-          "ex-mem-pop-grad", "ex-mem-fine-accuracy"]
+LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls",
+          "ex-mem-pop-grad", "ex-mem-queue-backward", "ex-mem-fine-accuracy", "ex-mem-lifetime"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -39,16 +39,19 @@ def test_read_weights_counting_the_row_itself_fail():
     _fails("ex-mem-read-weights", inclusive, "case 1 of 6")
 
 
-def test_pop_without_the_outer_max_fails():
-    def negative(s, u):                      # strengths may go below 0
-        return s - torch.clamp(u - _above(s), min=0)
-    _fails("ex-mem-pop", negative, "case 2 of 5")
+def test_queue_by_hand_read_as_a_stack_fails():
+    def as_stack():                          # step 2 read from the top: 0.5 of v2, 0.4 of v1
+        return [[0.6, 0.0, 0.0], [0.3, 0.7, 0.0], [0.0, 0.0, 0.4]]
+    _fails("ex-mem-queue-by-hand", as_stack, "do not match")
 
 
-def test_queue_read_from_the_back_fails():
-    def from_back(s, V):
-        return torch.minimum(s, torch.clamp(1 - _above(s), min=0)) @ V
-    _fails("ex-mem-queue-read", from_back, "case 1 of 4")
+def test_queue_by_hand_with_a_full_last_read_fails():
+    def full(): return [[0.6, 0.0, 0.0], [0.4, 0.6, 0.0], [0.0, 0.6, 0.4]]
+    _fails("ex-mem-queue-by-hand", full, "case 1 of 1")
+
+
+def test_queue_by_hand_wrong_shape_fails():
+    _fails("ex-mem-queue-by-hand", lambda: [0.6, 0.6, 0.6], "shape")
 
 
 def test_reversal_popping_at_the_first_output_step_fails():
@@ -78,3 +81,42 @@ def test_fine_accuracy_without_the_end_symbol_fails():
             k += 1
         return k / len(target)
     _fails("ex-mem-fine-accuracy", no_end, "case 2 of 6")
+
+
+def test_queue_pop_gradients_with_the_stack_direction_fail():
+    def stack_direction(s_prev, u, g):       # the stack's backward given for the queue
+        ahead = torch.cumsum(s_prev, 0) - s_prev
+        x = u - ahead
+        y = s_prev - torch.clamp(x, min=0)
+        gy = torch.where(y > 0, g, torch.zeros_like(g))
+        c = torch.where(x > 0, gy, torch.zeros_like(g))
+        return gy + (torch.cumsum(c, 0) - c), float(-c.sum())
+    _fails("ex-mem-queue-backward", stack_direction, "case 1 of 4")
+
+
+def test_queue_pop_gradients_right_answer_passes():
+    def right(s_prev, u, g):
+        ahead = torch.cumsum(s_prev, 0) - s_prev
+        x = u - ahead
+        y = s_prev - torch.clamp(x, min=0)
+        gy = torch.where(y > 0, g, torch.zeros_like(g))
+        c = torch.where(x > 0, gy, torch.zeros_like(g))
+        return gy + _above(c), float(-c.sum())
+    assert evaluate("ex-mem-queue-backward", right).status == "passed"
+
+
+def test_lifetime_unweighted_fails():
+    def unweighted(s):                       # the mean age of every pop, whatever its size
+        prev = torch.cat([torch.zeros(1, s.shape[1], dtype=s.dtype), s[:-1]], 0)
+        pops = (prev - s).clamp(min=0)
+        t, i = torch.nonzero(pops > 0, as_tuple=True)
+        return float((t - i).double().mean())
+    _fails("ex-mem-lifetime", unweighted, "weigh")
+
+
+def test_lifetime_counting_pushes_fails():
+    def signed(s):                           # pushes counted as negative pops
+        prev = torch.cat([torch.zeros(1, s.shape[1], dtype=s.dtype), s[:-1]], 0)
+        age = (torch.arange(s.shape[0])[:, None] - torch.arange(s.shape[1])[None, :]).double()
+        return float(((prev - s) * age).sum() / (prev - s).abs().sum())
+    _fails("ex-mem-lifetime", signed, "case 1 of 4")

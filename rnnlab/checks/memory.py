@@ -40,56 +40,42 @@ def _read_weights_cases():
 
 exercise(
     "ex-mem-read-weights", notebook=NB1, name="stack_read_weights", signature="stack_read_weights(s)",
-    reference=_read_weights_reference, cases=_read_weights_cases,
+    reference=_read_weights_reference, cases=_read_weights_cases, difficulty=1,
     hint="Go from the top (the last entry) down: each row gives what it has, but never more than "
          "what is left of the total of 1, and never less than 0.")
 
 
-def _pop_reference(s, u):
+def _queue_by_hand_reference():
+    """The queue's reads (weights on the one-hot values) for d = (0.6, 0.7, 0.4), u = (0, 0.2, 0.9)."""
     import torch
 
-    from rnnlab.kernels import memory_torch
+    from rnnlab import neural_memory
 
-    return memory_torch._pop(s[None], torch.tensor([u], dtype=s.dtype), "top")[0]
-
-
-def _pop_cases():
-    return [
-        Case((_t([1.0, 1.0, 1.0]), 1.0), show="s = (1, 1, 1), u = 1: one whole row"),
-        Case((_t([0.3, 0.5, 0.4]), 0.6), show="s = (0.3, 0.5, 0.4), u = 0.6: into the middle row"),
-        Case((_t([0.3, 0.5, 0.4]), 0.0), show="u = 0: nothing happens"),
-        Case((_t([0.2, 0.1, 0.3]), 0.9), show="s = (0.2, 0.1, 0.3), u = 0.9: more than there is"),
-        Case((_t([0.0, 0.7, 0.0, 0.6]), 0.65), show="s = (0, 0.7, 0, 0.6), u = 0.65: past an empty row"),
-    ]
+    d = torch.tensor([[0.6, 0.7, 0.4]], dtype=torch.float64)
+    u = torch.tensor([[0.0, 0.2, 0.9]], dtype=torch.float64)
+    r, _ = neural_memory("queue", torch.eye(3, dtype=torch.float64)[None], d, u, backend="torch")
+    return r[0]
 
 
-exercise(
-    "ex-mem-pop", notebook=NB1, name="stack_pop", signature="stack_pop(s, u)",
-    reference=_pop_reference, cases=_pop_cases,
-    hint="Row i loses max(0, u - (what lies above it)); strengths never go below 0.")
+def _queue_by_hand_compare(got, expected):
+    import torch
 
-
-def _queue_read_reference(s, V):
-    from rnnlab.kernels import memory_torch
-
-    return memory_torch._read_weights(s[None], "front")[0] @ V
-
-
-def _queue_read_cases():
-    V = _t([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    return [
-        Case((_t([1.0, 1.0, 1.0]), V), show="s = (1, 1, 1), V = rows (1,0), (0,1), (1,1)"),
-        Case((_t([0.3, 0.5, 0.4]), V), show="s = (0.3, 0.5, 0.4), same V"),
-        Case((_t([0.0, 0.2, 0.4]), V), show="s = (0, 0.2, 0.4): an empty front row"),
-        Case((_t([0.6, 0.6]), _t([[2.0, -1.0, 0.5], [0.0, 3.0, 1.0]])), show="two rows, m = 3"),
-    ]
+    try:
+        got = torch.as_tensor(got, dtype=torch.float64)
+    except (TypeError, ValueError):
+        return "expected three lists of three numbers"
+    if got.shape != (3, 3):
+        return f"expected three reads of three weights each, got shape {tuple(got.shape)}"
+    return close(got, expected, rtol=0.0, atol=1e-6) and (
+        f"the reads do not match: step by step, {[[round(float(x), 3) for x in row] for row in got]}")
 
 
 exercise(
-    "ex-mem-queue-read", notebook=NB1, name="queue_read", signature="queue_read(s, V)",
-    reference=_queue_read_reference, cases=_queue_read_cases,
-    hint="The queue reads from the front, row 0 first: the same rule as the stack's read with "
-         "the sum running over the rows below instead of above.")
+    "ex-mem-queue-by-hand", notebook=NB1, name="queue_reads_by_hand", signature="queue_reads_by_hand()",
+    reference=_queue_by_hand_reference, cases=lambda: [Case((), show="d = (0.6, 0.7, 0.4), u = (0, 0.2, 0.9)")],
+    compare=_queue_by_hand_compare, difficulty=1,
+    hint="Each step pops from the front (the oldest row) first, then pushes, then reads from the front "
+         "a total of at most 1; the read can take no more than the memory holds.")
 
 
 def _reversal_reference(n):
@@ -138,7 +124,7 @@ def _reversal_cases():
 
 exercise(
     "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
-    reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare,
+    reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=2,
     hint="Every step pops, then pushes, then reads. The first read of the output has to see the last "
          "symbol pushed; after that, each step must remove exactly one row before it reads.")
 
@@ -168,9 +154,39 @@ def _pop_grad_cases():
 
 exercise(
     "ex-mem-pop-grad", notebook=NB2, name="pop_gradients", signature="pop_gradients(s_prev, u, g)",
-    reference=_pop_grad_reference, cases=_pop_grad_cases,
+    reference=_pop_grad_reference, cases=_pop_grad_cases, difficulty=2,
     hint="Only rows that keep some strength pass gradient back; of those, the rows that are partly "
          "popped also send it to u (with a minus sign) and to every row above them (eq. 16-17).")
+
+
+def _queue_pop_grad_reference(s_prev, u, g):
+    """Autograd through the queue's pop (eq. 4 without the push)."""
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    s_prev = s_prev.clone().requires_grad_()
+    u_t = torch.tensor([u], dtype=s_prev.dtype, requires_grad=True)
+    s = memory_torch._pop(s_prev[None], u_t, "front")[0]
+    grad_s, grad_u = torch.autograd.grad(s, (s_prev, u_t), g)
+    return grad_s, float(grad_u[0])
+
+
+def _queue_pop_grad_cases():
+    return [
+        Case((_t([0.4, 0.5, 0.3]), 0.6, _t([1.0, 2.0, 3.0])), show="s' = (0.4, 0.5, 0.3) front first, u = 0.6"),
+        Case((_t([0.4, 0.5, 0.3]), 0.2, _t([1.0, -1.0, 0.5])), show="u = 0.2: only the front row pops"),
+        Case((_t([0.2, 0.1, 0.3]), 0.9, _t([1.0, 1.0, 1.0])), show="u = 0.9: everything is popped"),
+        Case((_t([0.0, 0.3, 0.8, 0.2]), 0.45, _t([0.5, -2.0, 1.0, 4.0])), show="an empty row in front"),
+    ]
+
+
+exercise(
+    "ex-mem-queue-backward", notebook=NB2, name="queue_pop_gradients",
+    signature="queue_pop_gradients(s_prev, u, g)",
+    reference=_queue_pop_grad_reference, cases=_queue_pop_grad_cases, difficulty=2,
+    hint="The queue pops from the front: a row's pop depends on the rows in front of it (below it), so "
+         "a partly popped row sends its gradient to those rows, not to the rows behind it.")
 
 
 # ----------------------------------------------------------------- 03: transduction
@@ -198,9 +214,59 @@ def _fine_cases():
 exercise(
     "ex-mem-fine-accuracy", notebook=NB3, name="fine_accuracy",
     signature="fine_accuracy(prediction, target, end)",
-    reference=_fine_reference, cases=_fine_cases,
+    reference=_fine_reference, cases=_fine_cases, difficulty=1,
     hint="The target ends with the end symbol too: count the correct symbols before the first "
          "mistake and divide by len(target) + 1.")
+
+
+def _lifetime_reference(s):
+    """Strength-weighted mean age at pop of one run's strengths s[t, i] (rnnlab.experiments.transduction
+    .memory_use, for one sequence)."""
+    import torch
+
+    s = torch.as_tensor(s, dtype=torch.float64)
+    T = s.shape[0]
+    prev = torch.cat([s.new_zeros(1, s.shape[1]), s[:-1]], 0)
+    pops = (prev - s).clamp(min=0)
+    age = (torch.arange(T)[:, None] - torch.arange(s.shape[1])[None, :]).double()
+    popped = float(pops.sum())
+    return float((pops * age).sum()) / popped if popped > 1e-12 else float("nan")
+
+
+def _lifetime_strengths(d, u):
+    import torch
+
+    from rnnlab import neural_memory
+
+    d, u = (torch.tensor([x], dtype=torch.float64) for x in (d, u))
+    _, s = neural_memory("stack", torch.zeros(1, d.shape[1], 1, dtype=torch.float64), d, u, backend="torch")
+    return s[0]
+
+
+def _lifetime_cases():
+    return [
+        Case((_lifetime_strengths([1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]),),
+             show="push 3 whole rows, then pop 3: ages 1, 3 and 5"),
+        Case((_lifetime_strengths([0.5] * 6, [0.62] * 6),), show="d = 0.5, u = 0.62 at every step"),
+        Case((_lifetime_strengths([0.8, 0.5, 0.9], [0.0, 0.1, 0.9]),), show="the worked example"),
+        Case((_lifetime_strengths([0.5] * 8, [0.27] * 8),), show="d = 0.5, u = 0.27 at every step"),
+    ]
+
+
+def _lifetime_compare(got, expected):
+    try:
+        got = float(got)
+    except (TypeError, ValueError):
+        return "expected a number"
+    return None if abs(got - expected) <= 1e-6 * max(1.0, abs(expected)) else (
+        f"got {got:.4f}: weigh the age t - i of each popped piece s[t-1, i] - s[t, i] by its size")
+
+
+exercise(
+    "ex-mem-lifetime", notebook=NB3, name="value_lifetime", signature="value_lifetime(s)",
+    reference=_lifetime_reference, cases=_lifetime_cases, compare=_lifetime_compare, difficulty=3,
+    hint="Step t pops s[t-1, i] - s[t, i] of the value pushed at step i, at age t - i (rows are never "
+         "popped at the step that pushes them). Average the ages, weighted by the popped strength.")
 
 
 # ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
@@ -217,16 +283,6 @@ def _read_weights_hidden(rng):
     return [Case((_strengths(rng, n),)) for n in (3, 5, 6)]
 
 
-@hidden("ex-mem-pop")
-def _pop_hidden(rng):
-    return [Case((_strengths(rng, n), float(rng.uniform(0.0, 1.5)))) for n in (3, 5, 6)]
-
-
-@hidden("ex-mem-queue-read")
-def _queue_read_hidden(rng):
-    return [Case((_strengths(rng, n), _t(rng.normal(size=(n, m)).tolist()))) for n, m in ((3, 2), (5, 4))]
-
-
 @hidden("ex-mem-reversal-controls")
 def _reversal_hidden(rng):
     return [Case((int(n),)) for n in rng.choice([4, 6, 7, 8], size=2, replace=False)]
@@ -236,6 +292,18 @@ def _reversal_hidden(rng):
 def _pop_grad_hidden(rng):
     return [Case((_t(rng.uniform(0.05, 1.0, n).tolist()), float(rng.uniform(0.05, 1.2)),
                   _t(rng.normal(size=n).tolist()))) for n in (3, 5)]
+
+
+@hidden("ex-mem-queue-backward")
+def _queue_pop_grad_hidden(rng):
+    return [Case((_t(rng.uniform(0.05, 1.0, n).tolist()), float(rng.uniform(0.05, 1.2)),
+                  _t(rng.normal(size=n).tolist()))) for n in (3, 5)]
+
+
+@hidden("ex-mem-lifetime")
+def _lifetime_hidden(rng):
+    return [Case((_lifetime_strengths(rng.uniform(0.2, 1.0, n).tolist(), rng.uniform(0.0, 1.0, n).tolist()),))
+            for n in (5, 7)]
 
 
 @hidden("ex-mem-fine-accuracy")

@@ -17,6 +17,7 @@ import io
 import pathlib
 
 from . import contraction, scans
+from . import memory  # the memory chapter's schematics
 
 __all__ = ["FIGURES", "render", "write", "stale"]
 
@@ -30,6 +31,9 @@ FIGURES = {
     "combo_net_blocks": (contraction.combo_net_blocks, "book/contraction/figures/combo_net_blocks.svg"),
     "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
     "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
+    "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
+    "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
+    "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

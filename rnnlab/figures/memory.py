@@ -1,0 +1,321 @@
+"""Schematics of the neural-memory chapter (``book/memory``).
+
+The first three draw the worked examples of ``01_stack_queue_deque``, step by
+step (pop, push, read), with the strengths computed by the package's own
+reference (:mod:`rnnlab.kernels.memory_torch`): the stack and the queue driven
+by :data:`EXAMPLE_D`, :data:`EXAMPLE_U`, and the deque by the same controls on
+top and :data:`DEQUE_D_BOTTOM`, :data:`DEQUE_U_BOTTOM` at the bottom (the
+notebook runs the same controls through ``rnnlab.neural_memory`` and checks
+that they give these numbers). ``controller`` draws one step of a
+Stack-LSTM (``rnnlab.models.MemoryLSTM._step``); ``pop_backward`` the running
+sums of the pop's backward pass on the example of ``02_backward_dynamics``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
+__all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWARD_S", "BACKWARD_U",
+           "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",
+           "example_steps", "example_deque"]
+
+EXAMPLE_D = (0.8, 0.5, 0.9)
+"""The push strengths d_1, d_2, d_3 of the worked example of book/memory/01_stack_queue_deque."""
+EXAMPLE_U = (0.0, 0.1, 0.9)
+"""The pop strengths u_1, u_2, u_3 of the worked example."""
+DEQUE_D_BOTTOM = (0.6, 0.0, 0.4)
+"""The deque's bottom pushes in the worked example (its top is driven by EXAMPLE_D, EXAMPLE_U)."""
+DEQUE_U_BOTTOM = (0.0, 0.3, 0.5)
+"""The deque's bottom pops in the worked example."""
+BACKWARD_S = (0.3, 0.5, 0.4)
+"""The strengths (bottom first) before the pop of the backward example of 02_backward_dynamics."""
+BACKWARD_U = 0.6
+"""The pop strength of the backward example."""
+BACKWARD_G = (1.0, -0.5, 2.0)
+"""The gradient dL/ds reaching the strengths after the pop, in the backward example."""
+
+_INK = "#333333"
+_BLUE, _BLUE_FILL = "#1f4e79", "#9cc3e6"
+_GREEN, _GREEN_FILL = "#2f7a2f", "#8fd18f"
+_ORANGE, _ORANGE_FILL = "#c25e00", "#f7c08a"
+_RED = "#b22222"
+_GREY, _GREY_FILL = "#999999", "#f2f2f2"
+_SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
+def _sub(n):
+    return str(n).translate(_SUB)
+
+
+def _num(x, digits=2):
+    text = f"{x:.{digits}f}".rstrip("0").rstrip(".")
+    if text in ("-0", ""):
+        text = "0"
+    return text.replace("-", "−")
+
+
+def _canvas(width, height, xlim, ylim):
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_axis_off()
+    return fig, ax
+
+
+def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, **kw):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08",
+                                ec=ec, fc=fc, lw=lw, zorder=2))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_INK, zorder=3,
+            linespacing=1.3, **kw)
+
+
+def _arrow(ax, start, end, *, color=_INK, lw=1.0, ls="-", rad=0.0):
+    ax.annotate("", xy=end, xytext=start, zorder=1,
+                arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, ls=ls, shrinkA=0, shrinkB=0,
+                                mutation_scale=9, connectionstyle=f"arc3,rad={rad}"))
+
+
+# ------------------------------------------------------------------ the worked examples
+
+def example_steps(kind):
+    """The stack's or the queue's worked example, step by step: a list of dicts with
+    ``before``, ``popped`` (after the pop), ``after`` (after the push) and ``read``
+    (the read weights), each a list of strengths, bottom (oldest) row first."""
+    import torch
+
+    from ..kernels import memory_torch as mt
+
+    rule = "top" if kind == "stack" else "front"
+    s = torch.zeros(1, 0, dtype=torch.float64)
+    out = []
+    for d, u in zip(EXAMPLE_D, EXAMPLE_U):
+        popped = mt._pop(s, torch.tensor([u], dtype=torch.float64), rule)
+        after = torch.cat([popped, torch.tensor([[d]], dtype=torch.float64)], 1)
+        read = mt._read_weights(after, rule)
+        out.append(dict(before=s[0].tolist(), popped=popped[0].tolist(), after=after[0].tolist(),
+                        read=read[0].tolist(), d=d, u=u))
+        s = after
+    return out
+
+
+def example_deque():
+    """The deque's worked example, step by step, as :func:`example_steps` (rows bottom first;
+    ``names`` labels each row by the push that wrote it), plus the bottom read ``read_bottom``
+    and the intermediate ``top_popped`` (after the top pop, before the bottom pop)."""
+    import torch
+
+    from ..kernels import memory_torch as mt
+
+    def t(x):
+        return torch.tensor([x], dtype=torch.float64)
+
+    s = torch.zeros(1, 0, dtype=torch.float64)
+    names, out = [], []
+    for k, (dt, ut, db, ub) in enumerate(zip(EXAMPLE_D, EXAMPLE_U, DEQUE_D_BOTTOM, DEQUE_U_BOTTOM), 1):
+        top_popped = mt._pop(s, t(ut), "top")
+        popped = mt._pop(top_popped, t(ub), "front")
+        after = torch.cat([torch.tensor([[db]], dtype=torch.float64), popped,
+                           torch.tensor([[dt]], dtype=torch.float64)], 1)
+        before_names = list(names)
+        names = [f"b{_sub(k)}"] + names + [f"t{_sub(k)}"]
+        out.append(dict(before=s[0].tolist(), top_popped=top_popped[0].tolist(),
+                        popped=popped[0].tolist(), after=after[0].tolist(),
+                        read=mt._read_weights(after, "top")[0].tolist(),
+                        read_bottom=mt._read_weights(after, "front")[0].tolist(),
+                        names=names, before_names=before_names, d=(dt, db), u=(ut, ub)))
+        s = after
+    return out
+
+
+_ROW_H = 0.34          # height of one row
+_BAR_W = 1.0           # width of a bar of strength 1
+
+
+def _rows(ax, x, y0, strengths, names, *, fill=_BLUE_FILL, edge=_BLUE, lost=None, new=None, title="",
+          numbers=True):
+    """Draw a column of rows (bottom first) with their strengths as bars from x; ``lost``:
+    the strengths before a pop (drawn as a dashed outline beyond the bar), ``new``: the index
+    of a freshly pushed row (drawn in green)."""
+    for i, (s, name) in enumerate(zip(strengths, names)):
+        y = y0 + i * _ROW_H
+        ax.add_patch(Rectangle((x, y), _BAR_W, _ROW_H * 0.8, fc=_GREY_FILL, ec="#cccccc", lw=0.6, zorder=1))
+        is_new = new is not None and i == new
+        if s > 1e-12:
+            ax.add_patch(Rectangle((x, y), _BAR_W * s, _ROW_H * 0.8, fc=_GREEN_FILL if is_new else fill,
+                                   ec=_GREEN if is_new else edge, lw=0.8, zorder=2))
+        if lost is not None and i < len(lost) and lost[i] - s > 1e-12:
+            ax.add_patch(Rectangle((x + _BAR_W * s, y), _BAR_W * (lost[i] - s), _ROW_H * 0.8, fc="none",
+                                   ec=_RED, lw=0.9, ls=(0, (2, 1.5)), zorder=3))
+        ax.text(x - 0.06, y + _ROW_H * 0.4, name, ha="right", va="center", fontsize=7.5, color=_INK)
+        if numbers:
+            ax.text(x + _BAR_W + 0.06, y + _ROW_H * 0.4, _num(s), ha="left", va="center", fontsize=7.5,
+                    color=_INK)
+    if not len(strengths):
+        ax.text(x + _BAR_W / 2, y0 + _ROW_H * 0.4, "(empty)", ha="center", va="center", fontsize=7.5,
+                color=_GREY)
+    if title:
+        ax.text(x + _BAR_W / 2, y0 - 0.28, title, ha="center", va="top", fontsize=8, color=_INK,
+                linespacing=1.25)
+
+
+def _memory_steps(kind):
+    steps = example_steps(kind)
+    col, group = 1.75, 5.6
+    fig, ax = _canvas(11, 2.9, (-0.45, 3 * group - 0.2), (-0.95, 1.55))
+    end = "top" if kind == "stack" else "front (bottom row)"
+    for k, st in enumerate(steps):
+        x0 = k * group + 0.3
+        n = k + 1
+        names = [f"v{_sub(i)}" for i in range(1, n + 1)]
+        ax.text(x0 + 1.9, 1.45, f"step {n}:  u{_sub(n)} = {_num(st['u'])},  d{_sub(n)} = {_num(st['d'])}",
+                ha="center", va="top", fontsize=9, color=_INK, fontweight="bold")
+        _rows(ax, x0, 0.0, st["popped"], names[:-1], lost=st["before"],
+              title=f"pop {_num(st['u'])}\nfrom the {end}")
+        _rows(ax, x0 + col, 0.0, st["after"], names, new=n - 1, title=f"push {_num(st['d'])}\nas row {n}")
+        total = sum(st["read"])
+        _rows(ax, x0 + 2 * col, 0.0, st["read"], names, fill=_ORANGE_FILL, edge=_ORANGE,
+              title=f"read weights\n(total {_num(total)})")
+        if k:
+            ax.plot([x0 - 0.45, x0 - 0.45], [-0.9, 1.45], color="#dddddd", lw=0.8)
+    return fig
+
+
+def stack_steps():
+    """The stack's worked example, three steps: at each step the rows (bottom first) with
+    their strengths as bars after the pop (the popped strength dashed red), after the push
+    (the new row green) and the read's weights on the rows (orange)."""
+    return _memory_steps("stack")
+
+
+def queue_steps():
+    """The same three steps for the queue: pops and reads work from the front (the oldest,
+    bottom row)."""
+    return _memory_steps("queue")
+
+
+def deque_steps():
+    """The deque's worked example: three steps, each drawn as its two pops (top, then
+    bottom), the two pushes, and the two reads."""
+    steps = example_deque()
+    col, group = 1.85, 8.0
+    fig, ax = _canvas(13, 3.9, (-0.45, 3 * group - 0.3), (-1.0, 2.6))
+    for k, st in enumerate(steps):
+        x0 = k * group + 0.3
+        n = k + 1
+        ax.text(x0 + 3.4, 2.5, f"step {n}:  top u = {_num(st['u'][0])}, d = {_num(st['d'][0])};  "
+                f"bottom u = {_num(st['u'][1])}, d = {_num(st['d'][1])}",
+                ha="center", va="top", fontsize=8, color=_INK, fontweight="bold")
+        _rows(ax, x0, 0.0, st["top_popped"], st["before_names"], lost=st["before"],
+              title=f"pop {_num(st['u'][0])}\nfrom top")
+        _rows(ax, x0 + col, 0.0, st["popped"], st["before_names"], lost=st["top_popped"],
+              title=f"pop {_num(st['u'][1])}\nfrom bottom")
+        _rows(ax, x0 + 2 * col, 0.0, st["after"], st["names"], new=len(st["names"]) - 1,
+              title="push top\nand bottom")
+        # the bottom push: green as well
+        b = st["after"][0]
+        if b > 1e-12:
+            ax.add_patch(Rectangle((x0 + 2 * col, 0.0), _BAR_W * b, _ROW_H * 0.8, fc=_GREEN_FILL, ec=_GREEN,
+                                   lw=0.8, zorder=2))
+        _rows(ax, x0 + 3 * col, 0.0, st["read"], st["names"], fill=_ORANGE_FILL, edge=_ORANGE,
+              title=f"top read\n(total {_num(sum(st['read']))})")
+        if k:
+            ax.plot([x0 - 0.45, x0 - 0.45], [-0.95, 2.5], color="#dddddd", lw=0.8)
+    return fig
+
+
+# ------------------------------------------------------------------ 03_transduction
+
+def controller():
+    """One step t of a Stack-LSTM: the input symbol and the previous read enter the
+    LSTM cell; its output o′ₜ feeds four heads (push dₜ, pop uₜ, value vₜ, output
+    oₜ); the memory pops, pushes and reads; the read rₜ goes to step t + 1."""
+    fig, ax = _canvas(11, 4.4, (0, 11), (0, 4.4))
+    y = 2.3
+    _box(ax, 0.8, 3.6, 1.3, 0.5, "input symbol\nxₜ", fc=_GREY_FILL)
+    _box(ax, 0.8, 2.3, 1.3, 0.5, "embedding", fc=_GREY_FILL)
+    _arrow(ax, (0.8, 3.35), (0.8, 2.55))
+    _box(ax, 0.8, 1.0, 1.3, 0.5, "read rₜ₋₁\n(from step t−1)", fc=_ORANGE_FILL, ec=_ORANGE)
+    _box(ax, 2.35, y, 0.7, 0.5, "concat", fc="white")
+    _arrow(ax, (1.45, 2.3), (2.0, 2.3))
+    _arrow(ax, (1.45, 1.0), (2.1, 2.05), rad=0.2)
+    _box(ax, 3.85, y, 1.5, 0.9, "LSTM cell\n(hₜ₋₁, cₜ₋₁)\n→ (hₜ, cₜ)", ec=_BLUE, fc="#dbe8f5")
+    _arrow(ax, (2.7, y), (3.1, y))
+    ax.text(3.85, 3.05, "the controller", ha="center", fontsize=8.5, color=_BLUE)
+    heads = [(r"push  $d_t = \sigma(W_d\, o'_t + b_d)$", 3.8), (r"pop  $u_t = \sigma(W_u\, o'_t + b_u)$", 3.05),
+             (r"value  $v_t = \tanh(W_v\, o'_t + b_v)$", 2.3),
+             (r"output  $o_t = \tanh(W_o\, o'_t + b_o)$", 1.0)]
+    for text, hy in heads:
+        _box(ax, 6.3, hy, 2.45, 0.5, text, fontsize=8, ec=_BLUE, fc="white")
+        _arrow(ax, (4.6, y), (5.07, hy), rad=0.0)
+    ax.text(4.85, 2.55, "o′ₜ", fontsize=8.5, color=_BLUE, ha="center")
+    _box(ax, 9.2, 3.05, 2.3, 1.6, "memory (stack)\n1. pop uₜ\n2. push vₜ with dₜ\n3. read rₜ\n"
+         "values V, strengths s", ec=_ORANGE, fc="#fdf1e4", fontsize=8.3)
+    for hy in (3.8, 3.05, 2.3):
+        _arrow(ax, (7.53, hy), (8.05, min(max(hy, 2.35), 3.75)))
+    _box(ax, 9.2, 1.0, 2.3, 0.5, "softmax → next symbol", fc=_GREY_FILL)
+    _arrow(ax, (7.53, 1.0), (8.05, 1.0))
+    _box(ax, 9.2, 1.8, 2.3, 0.4, "rₜ: into the controller at step t + 1", fc=_ORANGE_FILL, ec=_ORANGE,
+         fontsize=8)
+    _arrow(ax, (9.2, 2.25), (9.2, 2.0), color=_ORANGE)
+    ax.text(0.15, 0.25, "step t, in order: controller, heads, memory; the read rₜ enters the "
+            "controller at step t + 1", fontsize=8.5, color=_INK, va="center")
+    return fig
+
+
+# ------------------------------------------------------------------ 02_backward_dynamics
+
+def backward_example():
+    """The pop's forward and backward quantities of the example, bottom row first:
+    a dict of lists ``s_prev, ahead, x, y, s, g, gy, c, behind, grad_s`` and the float
+    ``grad_u``, computed as ``memory_torch._pop_backward`` does."""
+    s_prev = np.array(BACKWARD_S)
+    g = np.array(BACKWARD_G)
+    ahead = np.cumsum(s_prev[::-1])[::-1] - s_prev            # the stack: rows above
+    x = BACKWARD_U - ahead
+    y = s_prev - np.maximum(x, 0)
+    gy = np.where(y > 0, g, 0.0)
+    c = np.where(x > 0, gy, 0.0)
+    behind = np.cumsum(c) - c                                  # rows below
+    return dict(s_prev=s_prev.tolist(), ahead=ahead.tolist(), x=x.tolist(), y=y.tolist(),
+                s=np.maximum(y, 0).tolist(), g=g.tolist(), gy=gy.tolist(), c=c.tolist(),
+                behind=behind.tolist(), grad_s=(gy + behind).tolist(), grad_u=float(-c.sum()))
+
+
+def pop_backward():
+    """The backward pass of one stack pop as running sums: forward, the sum of the rows
+    above (a running sum from the top), x = u − ahead, y = s' − max(0, x); backward, the
+    indicators [y > 0] and [x > 0] select the gradient, and a running sum from the bottom
+    carries each partly popped row's gradient c to the rows above it."""
+    e = backward_example()
+    n = len(e["s_prev"])
+    cols = [(r"$s'_i$", e["s_prev"]), (r"$a_i = \sum_{j>i} s'_j$", e["ahead"]), (r"$x_i = u - a_i$", e["x"]),
+            (r"$y_i = s'_i - (x_i)^+$", e["y"]), (r"$s_i = (y_i)^+$", e["s"]),
+            (r"$g_i = \partial L/\partial s_i$", e["g"]), (r"$g^y_i = g_i\,[y_i > 0]$", e["gy"]),
+            (r"$c_i = g^y_i\,[x_i > 0]$", e["c"]), (r"$b_j = \sum_{i<j} c_i$", e["behind"]),
+            (r"$\partial L/\partial s'_j = g^y_j + b_j$", e["grad_s"])]
+    W = 1.2
+    fig, ax = _canvas(12, 3.4, (-0.9, len(cols) * W + 0.1), (-1.05, n * 0.6 + 0.95))
+    for k, (title, values) in enumerate(cols):
+        xc = k * W + W / 2
+        backward = k >= 5
+        color = _ORANGE if backward else _BLUE
+        ax.text(xc, n * 0.6 + 0.2, title, ha="center", va="bottom", fontsize=8, color=color)
+        for i, v in enumerate(values):
+            yc = i * 0.6 + 0.25
+            fc = "#fdf1e4" if backward else "#e8f0f8"
+            if k in (6, 7) and abs(v) < 1e-12:
+                fc = _GREY_FILL
+            _box(ax, xc, yc, W * 0.7, 0.42, _num(v), fc=fc, ec=color, fontsize=8.5)
+    for i in range(n):
+        ax.text(-0.15, i * 0.6 + 0.25, f"row {i + 1}", ha="right", va="center", fontsize=8)
+    # running sums: ahead from the top (down), behind from the bottom (up)
+    xa, xb = 2 * W - 0.08, 9 * W - 0.08
+    _arrow(ax, (xa, (n - 1) * 0.6 + 0.3), (xa, 0.2), color=_BLUE)
+    _arrow(ax, (xb, 0.2), (xb, (n - 1) * 0.6 + 0.3), color=_ORANGE)
+    ax.text(0.1, -0.45, f"forward: pop u = {_num(BACKWARD_U)} from the top; the sum a of the rows above runs "
+            "down from the top (blue arrow)", fontsize=8, color=_BLUE)
+    ax.text(0.1, -0.85, f"backward: the indicators select the gradient; the sum b of c runs up from the bottom (orange arrow);  ∂L/∂u = −Σ cᵢ = {_num(e['grad_u'])}",
+            fontsize=8, color=_ORANGE)
+    return fig
