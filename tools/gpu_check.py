@@ -244,6 +244,11 @@ def fmt_number(x):
     return f"{x:.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
+def md_cell(text):
+    """``text`` fit for a Markdown table cell (no pipe, no line break)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
 def _verdict(row, key):
     v = (row.get("targets") or {}).get(key)
     return f" {v['status']}" if v else ""
@@ -311,7 +316,7 @@ def markdown_table(rows, columns, problems, where):
                 continue
             values = [row[k] for k in keys]
             try:
-                cells.append("-" if values[0] is None else str(fmt(*values)))
+                cells.append("-" if values[0] is None else md_cell(fmt(*values)))
             except Exception as exc:  # a value of an unexpected type: reported
                 problems.append(f"{where}: column {header!r} cannot format {values!r} ({exc})")
                 cells.append("?")
@@ -440,13 +445,13 @@ def render_markdown(doc):
     lines.append("| stage | status | time | summary |")
     lines.append("| --- | --- | ---: | --- |")
     for s in doc["stages"]:
-        lines.append(f"| {s['name']} | {s['status']} | {s['seconds']:.1f} s | {s.get('summary') or ''} |")
+        lines.append(f"| {s['name']} | {s['status']} | {s['seconds']:.1f} s | {md_cell(s.get('summary') or '')} |")
     lines.append("")
     if doc.get("targets"):
         lines.append("| target | status | detail |")
         lines.append("| --- | --- | --- |")
         for t in doc["targets"]:
-            lines.append(f"| {t['description']} | {t['status']} | {t['detail']} |")
+            lines.append(f"| {md_cell(t['description'])} | {t['status']} | {md_cell(t['detail'])} |")
         lines.append("")
     failures = (doc.get("tests") or {}).get("failures") or []
     if failures:
@@ -561,10 +566,10 @@ def main(argv=None):
             _say(f"{name}: skipped ({stage['summary']})")
             continue
         _say(f"{name}: running (limit {timeout:.0f} s): {stage['command']}")
+        result_file = out / {"device": "device.json", "tests": "tests-gpu.jsonl"}.get(name, f"bench-{name}.json")
+        result_file.unlink(missing_ok=True)      # an earlier run's into the same DIR
         if name == "tests":
-            results = out / "tests-gpu.jsonl"
-            results.unlink(missing_ok=True)
-            env = dict(env, RNNLAB_GPU_CHECK_RESULTS=str(results))
+            env = dict(env, RNNLAB_GPU_CHECK_RESULTS=str(result_file))
         stage.update(run_stage(name, argv, logs / f"{name}.log", timeout, env))
 
         if name == "device":
