@@ -12,7 +12,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks editions student \
+.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks editions figures student \
 	test-student \
 	test-browser test-gpu bench clean
 
@@ -79,6 +79,11 @@ editions: $(STAMP)
 	$(PY) -m rnnlab.book editions
 
 student: editions
+
+# The book's schematics (rnnlab.figures), drawn by code into book/<chapter>/figures/*.svg;
+# tests/test_figures.py checks that the committed SVGs are current.
+figures: $(STAMP)
+	$(PY) -m rnnlab.figures
 
 # The conventions of CONTRIBUTING.md, checked on every chapter notebook: the report lists what
 # each notebook lacks; it fails only for the chapters of book/conforming.txt.
