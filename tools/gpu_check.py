@@ -483,7 +483,7 @@ def render_markdown(doc):
 
 def short_summary(doc):
     lines = [f"gpu_check: {doc['status']} in {doc['total_s']:.0f} s"
-             + (" (DRY RUN)" if doc["dry_run"] else f" on {(doc.get('device') or {}).get('device')}")]
+             + (" (DRY RUN)" if doc["dry_run"] else f" on {(doc.get('device') or {}).get('device') or 'no GPU'}")]
     for s in doc["stages"]:
         lines.append(f"  {s['name']:7s} {s['status']:8s} {s['seconds']:6.1f} s  {s.get('summary') or ''}")
     for t in doc.get("targets") or ():
