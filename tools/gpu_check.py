@@ -46,10 +46,13 @@ collects ``tests/gpu`` without running it (the simulator cannot afford its
 sizes; ``make test-cudasim`` runs the kernels in the simulator). ``make
 test`` runs the dry run (``tests/test_gpu_check.py``), so a broken import, a
 renamed benchmark option or a bug in this file shows up there, not on the
-day a GPU is lent.
+day a GPU is lent. ``--minimal-env`` hides those packages without the
+simulator (``tests/test_gpu_check.py`` checks that way that a machine without
+a GPU gets ``no CUDA device`` in seconds). ``--only STAGE...`` reruns some
+stages after a fix.
 
-Through the ``device`` tool: one call, carrying nothing,
-``python3 tools/gpu_check.py --out $OUT`` (README, "On a GPU").
+Through the ``device`` tool: one call, carrying nothing, command
+``python3 tools/gpu_check.py --out $OUT``, timeout_s 480 (README, "On a GPU").
 """
 import argparse
 import datetime
