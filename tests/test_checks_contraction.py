@@ -58,8 +58,8 @@ def theorem1_abscissa(W, g=1.0):
     return np.linalg.eigvals(g * A - np.eye(len(A))).real.max()
 
 
-def identity_threshold(eps):
-    return 2.0 / (1.0 - eps)
+def identity_threshold(eps, k=1.0):
+    return 2.0 / max(abs(k - eps), abs(k * eps - 1), abs(k - 1), eps * abs(k - 1))
 
 
 def diag_metric_interval(W):

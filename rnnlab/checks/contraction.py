@@ -108,7 +108,7 @@ exercise(
 
 # ----------------------------------------------------------------- 03: counterexamples
 
-def _identity_threshold(eps):
+def _identity_threshold(eps, k=1.0):
     import scipy.optimize
 
     import rnnlab.theory as th
@@ -116,7 +116,7 @@ def _identity_threshold(eps):
     corners = th.slope_vertices(2, 1.0, lo=eps)
 
     def rate(c):
-        return th.rate_in_metric(_rotation(c), np.eye(2), slopes=corners)[0]
+        return th.rate_in_metric(np.array([[0.0, -c], [k * c, 0.0]]), np.eye(2), slopes=corners)[0]
 
     return _tidy(scipy.optimize.brentq(rate, 0.0, 1e6, xtol=1e-13, rtol=1e-14))
 
@@ -125,17 +125,19 @@ exercise(
     "ex-ctr-identity",
     notebook=_BOOK + "03_counterexamples",
     name="identity_threshold",
-    signature="identity_threshold(eps)",
+    signature="identity_threshold(eps, k=1.0)",
     reference=_identity_threshold,
     cases=lambda: [
-        Case((0.0,), show="eps = 0 (ReLU)"),
-        Case((0.5,), show="eps = 0.5"),
-        Case((0.25,), show="eps = 0.25"),
-        Case((0.9,), show="eps = 0.9"),
-        Case((0.99,), show="eps = 0.99"),
+        Case((0.0,), show="eps = 0 (ReLU), k = 1"),
+        Case((0.5,), show="eps = 0.5, k = 1"),
+        Case((0.25,), show="eps = 0.25, k = 1"),
+        Case((0.0, 2.0), show="eps = 0, k = 2 (the weight 1 -> 2 twice the other)"),
+        Case((0.5, 0.25), show="eps = 0.5, k = 0.25"),
+        Case((0.9, 3.0), show="eps = 0.9, k = 3"),
     ],
-    hint="at the corner D = diag(1, eps) the symmetric part of W D has the off-diagonal "
-         "entry c (1 - eps) / 2; the identity works while it is below the leak, 1.",
+    hint="the diagonal of W D is zero, so at each corner the symmetric part of W D has "
+         "eigenvalues +-|s| with s its off-diagonal entry; the identity works while every "
+         "|s| is below the leak, 1. Check all four corners of [eps, 1]^2.",
     rtol=1e-8,
 )
 
@@ -385,7 +387,8 @@ def _theorem1_scratch_hidden(rng):
 
 @hidden("ex-ctr-identity")
 def _identity_threshold_hidden(rng):
-    return [Case((float(e),)) for e in rng.uniform(0.05, 0.95, 2)]
+    return [Case((float(e),)) for e in rng.uniform(0.05, 0.95, 2)] + [
+        Case((float(rng.uniform(0.0, 0.9)), float(rng.uniform(0.1, 4.0))))]
 
 
 @hidden("ex-ctr-diag")
