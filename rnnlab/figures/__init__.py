@@ -34,6 +34,10 @@ FIGURES = {
     "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
+    "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
+    "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
+    "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
+    "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""
