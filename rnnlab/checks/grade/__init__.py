@@ -146,6 +146,7 @@ def main(args):
         return execution, results, note, cell_errors
 
     graded, errors, said = {s: {} for s in students}, {s: [] for s in students}, {s: {} for s in students}
+    checked = {ex.label for ex in registry}
     counts = {"timeout": 0, "died": 0}
     with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
         futures = {pool.submit(grade_one, cells, nb): (student, rel, nb, cells) for student, rel, nb, cells in tasks}
@@ -171,6 +172,8 @@ def main(args):
                 if old is None or (RANK[new["status"]], new.get("passed", 0)) > (RANK[old["status"]], old.get("passed", 0)):
                     graded[student][label] = new
             for label, statement, answer in answers(cells):
+                if not answer and label in checked:
+                    continue                  # a code exercise's cell for words, left empty: nothing to read
                 if answer or label not in said[student]:
                     said[student][label] = (label, nb, statement, answer)
             print(f"[{n}/{len(tasks)}] {student}/{rel}: {sum(r['status'] == 'passed' for r in results.values())} "

@@ -118,7 +118,10 @@ def plan(students, registry, assignment):
 # ----------------------------------------------------------------- answers in words
 
 def _statement(text):
-    """An exercise statement as plain Markdown: MyST fences and options dropped."""
+    """An exercise statement as plain Markdown: from the cell's last heading on (a cell
+    may end a section before its exercise starts), MyST fences and options dropped."""
+    heads = [m.start() for m in re.finditer(r"^#{1,6} ", text, re.M)]
+    text = text[heads[-1]:] if heads else text
     lines = []
     for line in text.splitlines():
         fence = re.match(r"^\s*(`{3,}|:{3,})\s*\{(\w[\w-]*)\}\s*(.*)$", line)

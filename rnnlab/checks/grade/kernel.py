@@ -2,7 +2,7 @@
 
 :func:`prepare` builds the notebook to execute (the offline guard, the
 student's cells without their install lines, and last the export cell);
-:func:`run` executes it in a worker subprocess (:func:`worker`, with nbclient,
+:func:`run` executes it in a worker subprocess (:mod:`.worker`, with nbclient,
 in a fresh kernel, in an empty folder, killed with its kernel at the notebook
 time limit) and returns what happened: the worker's events (cells started and
 ended, errors, a dead kernel) and the export folder's files. The export cell
@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from . import worker
 from .candidate import GUARD, OFFLINE_ENV
 
 PRELUDE_TAG, EXPORT_TAG = "rnnlab-grade-prelude", "rnnlab-grade-export"
@@ -118,7 +119,7 @@ def kill_group(pid):
         pass
 
 
-WORKER_BOOT = "import sys; from rnnlab.checks.grade.kernel import worker; worker(*sys.argv[1:])"
+NBRUN = Path(__file__).resolve().parents[2] / "book" / "nbrun.py"
 
 
 def run(cells, exercises, opts):
@@ -133,8 +134,8 @@ def run(cells, exercises, opts):
             (tmp / folder).mkdir()
         nb = prepare(cells, exercises, tmp / "export")
         (tmp / "notebook.ipynb").write_text(json.dumps(nb))
-        command = [*opts.prefix, sys.executable, "-c", WORKER_BOOT, str(tmp / "notebook.ipynb"),
-                   str(tmp / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60)]
+        command = [*opts.prefix, sys.executable, "-c", worker.BOOT, worker.__file__, str(tmp / "notebook.ipynb"),
+                   str(tmp / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN)]
         with open(tmp / "stderr.txt", "wb") as err:
             proc = subprocess.Popen(command, cwd=tmp / "work", env=environment(tmp / "tmp", opts.jobs),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
@@ -172,49 +173,6 @@ def run(cells, exercises, opts):
                 "seconds": time.perf_counter() - began}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def worker(nb_path, log_path, cell_timeout, export_timeout):
-    """Execute ``nb_path`` in a fresh kernel (cwd: the current folder), logging one
-    JSON line per event: the kernel's pid, each cell started and ended, the death
-    of the kernel, and last ``finished``."""
-    sys.modules.setdefault("rfc3987_syntax", None)   # nbformat's optional IRI check: 1.5 s to import
-    import nbformat
-    from jupyter_client import AsyncKernelManager
-    from nbclient import NotebookClient
-    from nbclient.exceptions import DeadKernelError
-
-    from rnnlab.book.nbrun import patch_kernel_channels
-
-    patch_kernel_channels()          # no stall after widget cells (jupyter/nbclient#312)
-
-    with open(nb_path) as f:
-        nb = nbformat.from_dict(json.load(f))
-    log = open(log_path, "a")
-
-    def emit(**record):
-        log.write(json.dumps(record) + "\n")
-        log.flush()
-
-    def ended(cell, cell_index, execute_reply):
-        content = (execute_reply or {}).get("content", {})
-        emit(end=cell_index, error=f"{content.get('ename')}: {content.get('evalue')}"
-             if content.get("status") == "error" else None)
-
-    km = AsyncKernelManager(kernel_name="python3", transport="ipc", ip=str(Path(nb_path).parent / "kernel"))
-    client = NotebookClient(
-        nb, km=km, timeout=int(cell_timeout), allow_errors=True, interrupt_on_timeout=True,
-        shutdown_kernel="immediate", resources={"metadata": {"path": os.getcwd()}},
-        timeout_func=lambda cell: int(export_timeout if EXPORT_TAG in cell.metadata.get("tags", []) else cell_timeout),
-        on_notebook_start=lambda notebook: emit(kernel=km.provisioner.pid),
-        on_cell_execute=lambda cell, cell_index: emit(start=cell_index), on_cell_executed=ended)
-    try:
-        client.execute()
-    except DeadKernelError:
-        emit(dead=True)
-    except Exception as exc:  # noqa: BLE001 (becomes a note; the grading goes on)
-        emit(failed=f"{type(exc).__name__}: {exc}")
-    emit(finished=True)
 
 
 def first_line(source):
