@@ -5,8 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-w-rec", "ex-lr-count", "ex-lr-lowrank-radius", "ex-lr-rnn-jacobian", "ex-lr-cfc-jacobian",
-          "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -22,44 +21,40 @@ def _fails(label, candidate, *words):
     return result
 
 
-def test_forgetting_the_mask_fails():
-    _fails("ex-lr-w-rec", lambda W1, W2, M: W1 if W2 is None else W1 @ W2, "case 2 of 4")
-
-
-def test_forgetting_the_mask_at_full_rank_fails():
-    _fails("ex-lr-w-rec", lambda W1, W2, M: W1 if W2 is None else (W1 @ W2) * M, "case 3 of 4")
-
-
-def test_counting_torch_two_biases_fails():
-    def two_biases(kind, i, n, rank):
-        g = {"rnn": 1, "lstm": 4, "gru": 3, "cfc": 3}[kind]
-        return g * (i * n + 2 * n + (n * n if rank is None else 2 * n * rank))
-    _fails("ex-lr-count", two_biases, "case 1 of 6")
-
-
-def test_counting_a_low_rank_matrix_as_dense_fails():
-    def dense(kind, i, n, rank):
-        g = {"rnn": 1, "lstm": 4, "gru": 3, "cfc": 3}[kind]
-        return g * (i * n + n + n * n)
-    _fails("ex-lr-count", dense, "case 4 of 6")
-
-
 def test_radius_from_singular_values_fails():
     _fails("ex-lr-lowrank-radius", lambda W1, W2: torch.linalg.svdvals(W2 @ W1).max(), "case 1 of 5")
 
 
-def test_the_appendix_rnn_jacobian_fails():
-    _fails("ex-lr-rnn-jacobian", lambda W, d, h: (1 - torch.tanh(h) ** 2)[:, None] * W, "case 1 of 4")
+def _gru_parts(W, d, h):
+    r = torch.sigmoid(d[0] + W[0] @ h)
+    z = torch.sigmoid(d[1] + W[1] @ h)
+    n = torch.tanh(d[2] + W[2] @ (r * h))
+    return r, z, n
 
 
-def test_the_appendix_cfc_jacobian_fails():
-    def printed(W, drive, h):
-        pre = drive + W @ h
-        f, g, k = torch.sigmoid(pre[0]), torch.tanh(pre[1]), torch.tanh(pre[2])
-        df = f * (1 - f)
-        return ((f * (1 - g ** 2))[:, None] * W[1] + g[:, None] * (df[:, None] * W[0])
-                + ((1 - f) * (1 - k ** 2))[:, None] * W[2] + k[:, None] * (1 - df[:, None] * W[0]))
-    _fails("ex-lr-cfc-jacobian", printed, "case 1 of 3")
+def test_a_gru_jacobian_without_the_copy_path_fails():
+    def no_copy(W, d, h):
+        r, z, n = _gru_parts(W, d, h)
+        dr = torch.diag(r) + (h * r * (1 - r))[:, None] * W[0]
+        return ((h - n) * z * (1 - z))[:, None] * W[1] + ((1 - z) * (1 - n ** 2))[:, None] * (W[2] @ dr)
+    _fails("ex-lr-gru-jacobian", no_copy, "case 1 of 4", "hint:")
+
+
+def test_a_gru_jacobian_that_holds_the_reset_gate_fixed_fails():
+    def reset_fixed(W, d, h):
+        r, z, n = _gru_parts(W, d, h)
+        return (torch.diag(z) + ((h - n) * z * (1 - z))[:, None] * W[1]
+                + ((1 - z) * (1 - n ** 2))[:, None] * (W[2] @ torch.diag(r)))
+    _fails("ex-lr-gru-jacobian", reset_fixed, "case 1 of 4")
+
+
+def test_the_hand_derived_gru_jacobian_passes():
+    def by_hand(W, d, h):
+        r, z, n = _gru_parts(W, d, h)
+        dr = torch.diag(r) + (h * r * (1 - r))[:, None] * W[0]
+        return (torch.diag(z) + ((h - n) * z * (1 - z))[:, None] * W[1]
+                + ((1 - z) * (1 - n ** 2))[:, None] * (W[2] @ dr))
+    assert evaluate("ex-lr-gru-jacobian", by_hand).status == "passed"
 
 
 def test_products_in_the_wrong_order_fail():

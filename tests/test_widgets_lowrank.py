@@ -35,6 +35,16 @@ def test_figure_titles_carry_the_measured_radius_and_norm():
     assert isinstance(lw.static_figure(), Figure)
 
 
+def test_static_figure_is_the_default_state_with_every_law_drawn():
+    fig = lw.static_figure()
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("r(1-s)/n" in x for x in labels)
+    W = lw.recurrent_sample(lw.DEFAULT["rank"], lw.DEFAULT["sparsity"])
+    rho = np.abs(np.linalg.eigvals(W)).max()
+    assert f"ρ(W) = {rho:.3f}" in fig.axes[0].get_title()
+    assert rho < 1.3 * np.sqrt(8 * 0.5 / 64)      # the cloud fills the smallest circle
+
+
 def test_rank_out_of_range_is_an_error():
     with pytest.raises(ValueError, match="rank must be an int in \\[1, n\\]"):
         lw.spectrum_figure(65, 0.0)
@@ -43,9 +53,11 @@ def test_rank_out_of_range_is_an_error():
 def test_widget_controls_redraw_and_resize():
     pytest.importorskip("ipywidgets")
     box = lw.spectrum_widget()
+    assert (box.rank.value, box.sparsity.value) == (8, 0.5)   # opens on an informative state
     first = box.figure
-    box.sparsity.value = 0.5
+    box.sparsity.value = 0.2
     assert box.figure is not first
+    box.rank.value = 64                       # full rank at n = 64
     box.size.value = 128                      # full rank stays full rank
     assert box.rank.max == 128 and box.rank.value == 128
     box.rank.value = 5

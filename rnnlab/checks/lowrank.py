@@ -1,13 +1,11 @@
 """The code exercises of the low-rank and sparse connectivity chapter (book/lowrank/), for rnnlab.checks.
 
-Each reference computes its answer with the package: :func:`rnnlab.models.recurrent_matrix`,
-:func:`rnnlab.models.parameter_count`, and the analytic Jacobians of
-:mod:`rnnlab.theory.jacobians` (themselves tested against autograd). Heavy
+Each reference computes its answer with the package or with autograd: the GRU's
+Jacobian is autograd's of the package's own step (:func:`rnnlab.kernels.cells_torch.cell_step_ref`). Heavy
 imports stay inside the functions.
 """
 from .core import Case, exercise, hidden
 
-NB1 = "lowrank/01_cells"
 NB2 = "lowrank/02_spectra"
 NB3 = "lowrank/03_jacobians_memory"
 
@@ -22,62 +20,6 @@ def _randn(*shape, seed):
     import torch
 
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-
-
-def _mask(n, s, seed):
-    import torch
-
-    return (torch.rand(n, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) >= s).double()
-
-
-# ----------------------------------------------------------------- 01: the parameterisation
-
-def _w_rec_reference(W1, W2, M):
-    from rnnlab.models import recurrent_matrix
-
-    return recurrent_matrix(W1, W2, M)
-
-
-def _w_rec_cases():
-    return [
-        Case((_randn(4, 2, seed=0), _randn(2, 4, seed=1), _mask(4, 0.0, 2)), show="rank 2, dense (M all ones)"),
-        Case((_randn(5, 1, seed=3), _randn(1, 5, seed=4), _mask(5, 0.5, 5)), show="rank 1, sparsity 0.5"),
-        Case((_randn(6, 6, seed=6), None, _mask(6, 0.3, 7)), show="full rank (W2 is None), sparsity 0.3"),
-        Case((_t([[1.0, 2.0], [3.0, 4.0]]), None, _t([[1.0, 0.0], [0.0, 1.0]])),
-             show="W1 = [[1, 2], [3, 4]], W2 None, M = I: the diagonal survives"),
-    ]
-
-
-exercise(
-    "ex-lr-w-rec", notebook=NB1, name="w_rec", signature="w_rec(W1, W2, M)",
-    reference=_w_rec_reference, cases=_w_rec_cases,
-    hint="Multiply the factors when there are two (W1 @ W2), then mask entry by entry with M; at full "
-         "rank W2 is None and W1 is the matrix.")
-
-
-def _count_reference(kind, input_size, hidden_size, rank):
-    from rnnlab.models import parameter_count
-
-    return parameter_count(kind, input_size, hidden_size, rank)
-
-
-def _count_cases():
-    return [
-        Case(("rnn", 256, 64, None), show="RNN, input 256, hidden 64, full rank (Table 10: 20544)"),
-        Case(("gru", 256, 64, None), show="GRU, full rank"),
-        Case(("lstm", 256, 64, None), show="LSTM, full rank"),
-        Case(("cfc", 256, 64, 16), show="CfC, rank 16"),
-        Case(("lstm", 10, 8, 1), show="LSTM, input 10, hidden 8, rank 1"),
-        Case(("rnn", 3, 5, 5), show="RNN, rank 5 = n: two 5 x 5 factors"),
-    ]
-
-
-exercise(
-    "ex-lr-count", notebook=NB1, name="cell_parameters",
-    signature="cell_parameters(kind, input_size, hidden_size, rank)",
-    reference=_count_reference, cases=_count_cases,
-    hint="Count per gate: an input matrix, one bias, and a recurrent matrix (n x n, or two factors n x r "
-         "and r x n). The RNN has 1 gate, the GRU and the CfC 3, the LSTM 4. The mask is not a parameter.")
 
 
 # ----------------------------------------------------------------- 02: spectra
@@ -115,54 +57,34 @@ exercise(
 
 # ----------------------------------------------------------------- 03: Jacobians and memory
 
-def _rnn_jacobian_reference(W, drive, h_prev):
+def _gru_jacobian_reference(W, drive, h_prev):
     import torch
 
-    h = torch.tanh(drive + W @ h_prev)
-    return (1 - h ** 2)[:, None] * W
+    from rnnlab.kernels import cells_torch
+
+    def step(h):
+        return cells_torch.cell_step_ref("gru", drive[None], W, h[None])[0][0]
+
+    return torch.autograd.functional.jacobian(step, h_prev)
 
 
-def _rnn_jacobian_cases():
-    return [
-        Case((_randn(3, 3, seed=0), _randn(3, seed=1), _randn(3, seed=2)), show="n = 3, random W, drive, h"),
-        Case((0.5 * _randn(5, 5, seed=3), _randn(5, seed=4), _randn(5, seed=5)), show="n = 5"),
-        Case((_t([[0.0, 2.0], [-2.0, 0.0]]), _t([0.0, 0.0]), _t([0.0, 0.0])),
-             show="a rotation-like W at h = 0 and no drive: J = W"),
-        Case((_t([[1.0, 0.0], [0.0, 1.0]]), _t([3.0, -3.0]), _t([0.5, 0.5])),
-             show="W = I with a large drive: saturated tanh"),
-    ]
-
-
-exercise(
-    "ex-lr-rnn-jacobian", notebook=NB3, name="rnn_jacobian", signature="rnn_jacobian(W, drive, h_prev)",
-    reference=_rnn_jacobian_reference, cases=_rnn_jacobian_cases,
-    hint="h_t = tanh(drive + W h_prev). Differentiate tanh at its argument, the pre-activation (not at "
-         "h_prev, as the appendix prints), and scale the rows of W by it.")
-
-
-def _cfc_jacobian_reference(W, drive, h_prev):
-    import torch
-
-    pre = drive + torch.einsum("gjk,k->gj", W, h_prev)
-    f, g, k = torch.sigmoid(pre[0]), torch.tanh(pre[1]), torch.tanh(pre[2])
-    return (((f * (1 - g ** 2))[:, None] * W[1]) + (((1 - f) * (1 - k ** 2))[:, None] * W[2])
-            + (((g - k) * f * (1 - f))[:, None] * W[0]))
-
-
-def _cfc_jacobian_cases():
+def _gru_jacobian_cases():
     return [
         Case((_randn(3, 4, 4, seed=0), _randn(3, 4, seed=1), _randn(4, seed=2)), show="n = 4, random"),
         Case((0.3 * _randn(3, 6, 6, seed=3), _randn(3, 6, seed=4), _randn(6, seed=5)), show="n = 6"),
-        Case((_randn(3, 2, 2, seed=6), _t([[0.0, 0.0], [5.0, -5.0], [0.0, 0.0]]), _t([0.0, 0.0])),
-             show="h = 0 with G saturated"),
+        Case((_randn(3, 3, 3, seed=6), _t([[0.0] * 3, [6.0] * 3, [0.0] * 3]), _randn(3, seed=7)),
+             show="update gate saturated near 1: J is close to I"),
+        Case((_randn(3, 2, 2, seed=8), _t([[0.0, 0.0], [0.0, 0.0], [1.0, -1.0]]), _t([0.0, 0.0])),
+             show="h = 0: the reset gate's own derivative drops out"),
     ]
 
 
 exercise(
-    "ex-lr-cfc-jacobian", notebook=NB3, name="cfc_jacobian", signature="cfc_jacobian(W, drive, h_prev)",
-    reference=_cfc_jacobian_reference, cases=_cfc_jacobian_cases,
-    hint="W is (3, n, n) for the heads F, G, H and drive (3, n). h_t = σ(F) G + (1 − σ(F)) H: the product "
-         "rule gives three terms, one per head; the F term carries (G − H) σ'(F).")
+    "ex-lr-gru-jacobian", notebook=NB3, name="gru_jacobian", signature="gru_jacobian(W, drive, h_prev)",
+    reference=_gru_jacobian_reference, cases=_gru_jacobian_cases,
+    hint="W is (3, n, n) for the gates r, z, n and drive (3, n). h' = (1 − z) n + z h: differentiate both "
+         "appearances of h and of z; the candidate n sees h through W_n (r ⊙ h), whose derivative is "
+         "D(r) + D(h σ'(r)) W_r.")
 
 
 def _log_norms_reference(Js):
@@ -299,40 +221,13 @@ def _normal(rng, *shape):
     return torch.from_numpy(rng.normal(size=shape))
 
 
-def _mask_of(rng, n, s):
-    import torch
-
-    return torch.from_numpy((rng.random((n, n)) >= s).astype(float))
-
-
-@hidden("ex-lr-w-rec")
-def _w_rec_hidden(rng):
-    return [Case((_normal(rng, 5, 2), _normal(rng, 2, 5), _mask_of(rng, 5, 0.4))),
-            Case((_normal(rng, 4, 4), None, _mask_of(rng, 4, 0.2)))]
-
-
-@hidden("ex-lr-count")
-def _count_hidden(rng):
-    cases = []
-    for kind in rng.choice(["rnn", "gru", "lstm", "cfc"], size=3, replace=False):
-        n = int(rng.integers(2, 40))
-        rank = None if rng.random() < 0.3 else int(rng.integers(1, n + 1))
-        cases.append(Case((str(kind), int(rng.integers(1, 50)), n, rank)))
-    return cases
-
-
 @hidden("ex-lr-lowrank-radius")
 def _radius_hidden(rng):
     return [Case((_normal(rng, n, r) / n ** 0.5, _normal(rng, r, n) / n ** 0.5)) for n, r in ((30, 3), (50, 7))]
 
 
-@hidden("ex-lr-rnn-jacobian")
-def _rnn_jacobian_hidden(rng):
-    return [Case((_normal(rng, n, n) * 0.7, _normal(rng, n), _normal(rng, n))) for n in (3, 6)]
-
-
-@hidden("ex-lr-cfc-jacobian")
-def _cfc_jacobian_hidden(rng):
+@hidden("ex-lr-gru-jacobian")
+def _gru_jacobian_hidden(rng):
     return [Case((_normal(rng, 3, n, n) * 0.5, _normal(rng, 3, n), _normal(rng, n))) for n in (3, 5)]
 
 

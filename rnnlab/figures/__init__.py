@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 import pathlib
 
-from . import contraction, scans
+from . import contraction, lowrank, scans
 from . import memory  # the memory chapter's schematics
 
 __all__ = ["FIGURES", "render", "write", "stale"]
@@ -38,6 +38,9 @@ FIGURES = {
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
     "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
+    "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
+    "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
+    "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

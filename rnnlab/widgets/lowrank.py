@@ -4,7 +4,7 @@
 recurrent matrix (:func:`rnnlab.models.init_recurrent`): its eigenvalues in
 the complex plane beside the circles the appendix's laws predict (radius
 √(r/n) for orthogonal low rank, A.6.3; √(1 − s) for sparse, A.6.1-A.6.2;
-the unit circle), and its singular values sorted and normalised by the
+the unit circle; √(r(1 − s)/n) for both), and its singular values sorted and normalised by the
 largest (A.7), beside those of the dense full-rank draw. ``spectrum_widget()``
 is the live version; ``static_figure()`` its default state.
 """
@@ -16,8 +16,10 @@ from ..models import init_recurrent, recurrent_matrix
 
 __all__ = ["DEFAULT", "recurrent_sample", "spectrum_figure", "static_figure", "spectrum_widget"]
 
-DEFAULT = dict(rank=64, sparsity=0.0, n=64, init="orthogonal", seed=0)
-"""The paper's hidden size; rank n is full rank (an orthogonal matrix split at rank n is itself)."""
+DEFAULT = dict(rank=8, sparsity=0.5, n=64, init="orthogonal", seed=0)
+"""The paper's hidden size, rank 8 and sparsity 0.5: a state where every law's circle is drawn and
+the eigenvalues fill the smallest one (rank n is full rank: an orthogonal matrix split at rank n is
+itself)."""
 
 
 def recurrent_sample(rank, sparsity, n=64, init="orthogonal", seed=0):
@@ -52,6 +54,9 @@ def spectrum_figure(rank=DEFAULT["rank"], sparsity=DEFAULT["sparsity"], n=DEFAUL
         _circle(ax, np.sqrt(rank / n), color="C1", ls="--", lw=1.2, label=r"$\sqrt{r/n}$ (A.6.3)")
     if sparsity > 0:
         _circle(ax, np.sqrt(1 - sparsity), color="C2", ls=":", lw=1.5, label=r"$\sqrt{1-s}$ (A.6.1)")
+    if init == "orthogonal" and rank < n and sparsity > 0:
+        _circle(ax, np.sqrt(rank * (1 - sparsity) / n), color="C3", ls="-.", lw=1.2,
+                label=r"$\sqrt{r(1-s)/n}$ (both)")
     ax.scatter(lam.real, lam.imag, s=9, color="C0", zorder=3, label="eigenvalues")
     lim = max(1.1, 1.05 * rho)
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="Re λ", ylabel="Im λ",
@@ -69,7 +74,7 @@ def spectrum_figure(rank=DEFAULT["rank"], sparsity=DEFAULT["sparsity"], n=DEFAUL
 
 
 def static_figure():
-    """The widget's default state: the dense orthogonal matrix (all eigenvalues on the unit circle)."""
+    """The widget's default state (:data:`DEFAULT`): rank 8, sparsity 0.5, n = 64, orthogonal."""
     return spectrum_figure()
 
 

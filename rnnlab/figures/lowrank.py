@@ -1,0 +1,242 @@
+"""Schematics of the low-rank chapter (``book/lowrank``).
+
+Drawn from the package's own numbers: :func:`wrec_matrices` and
+:func:`eigenvalue_clouds` draw real initial matrices of
+:func:`rnnlab.models.init_recurrent` (the orthogonal initialisation of
+appendix A.10, seeded), so the pictures show what the pages measure;
+:func:`cfc_heads` draws the CfC cell of :mod:`rnnlab.models.cells`, and
+:func:`imitation_pipeline` the experiment of ``04_closed_loop`` with the
+settings of :mod:`rnnlab.experiments.imitation` (100 expert episodes,
+windows of 50 steps, shifts on 10 % of the steps).
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch, Rectangle
+
+__all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "eigenvalue_clouds", "cfc_heads",
+           "imitation_pipeline"]
+
+WREC_EXAMPLE = dict(n=10, rank=2, sparsity=0.5, seed=0)
+"""The small matrix of :func:`wrec_matrices`: n = 10, rank 2, sparsity 0.5, orthogonal init, seed 0."""
+CLOUD_EXAMPLE = dict(n=128, rank=32, sparsity=0.5, seed=0)
+"""The four matrices of :func:`eigenvalue_clouds`: n = 128, rank n or 32, sparsity 0 or 0.5."""
+
+_INK = "#333333"
+_BLUE, _BLUE_FILL = "#1f4e79", "#dbe8f5"
+_GREEN, _GREEN_FILL = "#2f7a2f", "#e2f2e2"
+_ORANGE, _ORANGE_FILL = "#c25e00", "#fbe6d0"
+_RED, _RED_FILL = "#a83232", "#f6dada"
+_GREY_FILL = "#f2f2f2"
+
+
+def _canvas(width, height, xlim, ylim):
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_axis_off()
+    return fig, ax
+
+
+def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, **kw):
+    """A rounded box centred at (x, y) with centred text."""
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08",
+                                ec=ec, fc=fc, lw=lw, zorder=2))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_INK, zorder=3,
+            linespacing=1.35, **kw)
+
+
+def _arrow(ax, start, end, *, color=_INK, lw=1.0, rad=0.0, ls="-"):
+    ax.annotate("", xy=end, xytext=start, zorder=1,
+                arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, ls=ls, shrinkA=0, shrinkB=0,
+                                mutation_scale=9, connectionstyle=f"arc3,rad={rad}"))
+
+
+def _sample(n, rank, sparsity, seed):
+    """``(W1, W2, M, W_rec)`` of one orthogonal initialisation, float64 numpy (W2 None at full rank)."""
+    import torch
+
+    from ..models import init_recurrent, recurrent_matrix
+
+    gen = torch.Generator().manual_seed(seed)
+    W1, W2, M = init_recurrent(n, rank, sparsity, "orthogonal", gen, dtype=torch.float64)
+    W = recurrent_matrix(W1, W2, M)
+    return (W1.numpy(), None if W2 is None else W2.numpy(), M.numpy(), W.numpy())
+
+
+def _matrix(ax, A, x0, y0, cell, *, vmax, mask=False):
+    """Draw ``A`` entry by entry, its top-left corner at (x0, y0), squares of side ``cell``."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["RdBu_r"]
+    rows, cols = A.shape
+    for i in range(rows):
+        for j in range(cols):
+            v = A[i, j]
+            if mask:
+                fc = _INK if v else "white"
+            else:
+                fc = cmap(0.5 + 0.5 * float(np.clip(v / vmax, -1, 1))) if v != 0 else "white"
+            ax.add_patch(Rectangle((x0 + j * cell, y0 - (i + 1) * cell), cell, cell, fc=fc, ec="#bbbbbb",
+                                   lw=0.3, zorder=2))
+    ax.add_patch(Rectangle((x0, y0 - rows * cell), cols * cell, rows * cell, fc="none", ec=_INK, lw=0.9,
+                           zorder=3))
+
+
+def _rank(A):
+    return int(np.linalg.matrix_rank(A, tol=1e-9))
+
+
+# ------------------------------------------------------------------ 01_cells
+
+def wrec_matrices():
+    """``W_rec(r, s) = (W1 W2) ⊙ M`` as matrices, entry by entry: the two trained
+    factors, their product (rank r), the fixed Bernoulli mask, and the masked
+    product, which is full rank again. Colour: the sign and size of an entry;
+    white: exactly zero."""
+    ex = WREC_EXAMPLE
+    n, r, s = ex["n"], ex["rank"], ex["sparsity"]
+    W1, W2, M, W = _sample(n, r, s, ex["seed"])
+    P = W1 @ W2
+    c = 0.3                                    # side of one entry
+    side = n * c
+    fig, ax = _canvas(11.5, 3.6, (-0.3, 5 * side + 4 * 1.2 - 0.6 + 0.3), (-side - 1.3, 0.9))
+    vmax = float(np.abs(np.concatenate([W1.ravel(), W2.ravel(), P.ravel()])).max())
+    x = 0.0
+    _matrix(ax, W1, x, 0, c, vmax=vmax)
+    ax.text(x + r * c / 2, -side - 0.3, f"W₁\n{n} × {r}\ntrained", ha="center", va="top", fontsize=8.5)
+    x += r * c + 0.45
+    ax.text(x - 0.22, -side / 2, "×", ha="center", va="center", fontsize=14)
+    _matrix(ax, W2, x, 0, c, vmax=vmax)
+    ax.text(x + side / 2, -r * c - 0.3, f"W₂: {r} × {n}, trained", ha="center", va="top", fontsize=8.5)
+    x += side + 0.6
+    ax.text(x - 0.3, -side / 2, "=", ha="center", va="center", fontsize=14)
+    _matrix(ax, P, x, 0, c, vmax=vmax)
+    ax.text(x + side / 2, -side - 0.3, f"W₁W₂\nrank {_rank(P)}", ha="center", va="top", fontsize=8.5)
+    x += side + 0.6
+    ax.text(x - 0.3, -side / 2, "⊙", ha="center", va="center", fontsize=14)
+    _matrix(ax, M, x, 0, c, vmax=1, mask=True)
+    kept = int(M.sum())
+    ax.text(x + side / 2, -side - 0.3, f"M ~ Bernoulli(1 − s), s = {s:g}\nfixed: {kept} of {n * n} kept",
+            ha="center", va="top", fontsize=8.5)
+    x += side + 0.6
+    ax.text(x - 0.3, -side / 2, "=", ha="center", va="center", fontsize=14)
+    _matrix(ax, W, x, 0, c, vmax=vmax)
+    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: the mask undoes the low rank",
+            ha="center", va="top", fontsize=8.5, color=_ORANGE)
+    ax.text(-0.2, 0.55, f"n = {n}, r = {r}, s = {s:g}: {n * r * 2} trained numbers in the factors, "
+            f"{kept} entries left by the mask (orthogonal initialisation, A.10)", fontsize=8.5, va="center")
+    return fig
+
+
+def cfc_heads():
+    """The CfC cell of A.4.3: three heads F, G, H read the input and the previous
+    state, each through its own ``W_rec(r, s)``; the gate σ(F) mixes the two
+    candidate states G and H into the new state."""
+    fig, ax = _canvas(10.5, 4.2, (-0.4, 10.6), (-0.65, 4.3))
+    _box(ax, 0.5, 3.2, 1.0, 0.6, "xₜ\ninput", fc=_GREY_FILL)
+    _box(ax, 0.5, 0.8, 1.0, 0.6, "hₜ₋₁\nstate", fc=_GREY_FILL)
+    heads = (("F", "σ", "the gate: σ(F) ∈ (0, 1)", 3.6, _ORANGE, _ORANGE_FILL),
+             ("G", "tanh", "candidate G", 2.0, _BLUE, _BLUE_FILL),
+             ("H", "tanh", "candidate H", 0.4, _GREEN, _GREEN_FILL))
+    for name, act, role, y, ec, fc in heads:
+        _box(ax, 3.7, y, 3.3, 0.85,
+             f"{name} = W_i{name.lower()} xₜ + W_{name}(r, s) hₜ₋₁ + b_{name.lower()}\n{act}({name}): {role}",
+             ec=ec, fc=fc, fontsize=8.3)
+        _arrow(ax, (1.0, 3.2), (2.05, y + 0.1), color="#888888")
+        _arrow(ax, (1.0, 0.8), (2.05, y - 0.1), color="#888888")
+    _box(ax, 7.6, 2.0, 2.2, 1.3, "hₜ = σ(F) ⊙ G\n+ (1 − σ(F)) ⊙ H\n(an interpolation\nunit by unit)",
+         ec=_INK, fc="white", fontsize=8.8)
+    for _, _, _, y, ec, _ in heads:
+        _arrow(ax, (5.35, y), (6.5, 2.0 + (y - 2.0) * 0.25), color=ec)
+    _box(ax, 9.85, 2.0, 0.9, 0.6, "hₜ", fc=_GREY_FILL)
+    _arrow(ax, (8.7, 2.0), (9.4, 2.0))
+    ax.plot([9.85, 9.85, 0.5], [1.7, -0.4, -0.4], color="#888888", ls="--", lw=1.0, zorder=1)
+    _arrow(ax, (0.5, -0.4), (0.5, 0.5), color="#888888", ls="--")
+    ax.text(5.2, -0.3, "next step: hₜ becomes the state", fontsize=8, color="#666666", ha="center",
+            va="bottom")
+    ax.text(-0.3, 4.1, "Three heads, each with its own recurrent matrix W_rec(r, s) and its own input "
+            "matrix; no path carries hₜ₋₁ to hₜ without one of them", fontsize=8.5, va="center")
+    return fig
+
+
+# ------------------------------------------------------------------ 02_spectra
+
+def eigenvalue_clouds():
+    """The eigenvalues of four initial matrices (orthogonal init, n = 128): dense,
+    sparse, low rank, low rank and sparse, each in the disk its law predicts:
+    radius 1 (orthogonal), √(1 − s) (circular law, A.6.1-A.6.2), √(r/n)
+    (truncated Haar, A.6.3), √(r(1 − s)/n) (the variance heuristic)."""
+    ex = CLOUD_EXAMPLE
+    n, r, s = ex["n"], ex["rank"], ex["sparsity"]
+    panels = ((None, 0.0, 1.0, "dense, full rank", "radius 1: orthogonal"),
+              (None, s, np.sqrt(1 - s), f"sparsity {s:g}", "√(1 − s): circular law"),
+              (r, 0.0, np.sqrt(r / n), f"rank {r}", "√(r/n): truncated Haar"),
+              (r, s, np.sqrt(r * (1 - s) / n), f"rank {r}, sparsity {s:g}", "√(r(1 − s)/n)"))
+    fig = Figure(figsize=(11, 3.3), layout="constrained")
+    axes = fig.subplots(1, 4, sharex=True, sharey=True)
+    t = np.linspace(0, 2 * np.pi, 181)
+    for ax, (rank, sp, radius, title, law) in zip(axes, panels):
+        lam = np.linalg.eigvals(_sample(n, rank, sp, ex["seed"])[3])
+        ax.fill(radius * np.cos(t), radius * np.sin(t), color=_ORANGE_FILL, lw=0)
+        ax.plot(radius * np.cos(t), radius * np.sin(t), color=_ORANGE, lw=1.2, ls="--", label=law)
+        ax.plot(np.cos(t), np.sin(t), color="#bbbbbb", lw=0.8)
+        ax.scatter(lam.real, lam.imag, s=4, color=_BLUE, zorder=3, linewidths=0)
+        rho = np.abs(lam).max()
+        zero = int((np.abs(lam) < 1e-9).sum())
+        if zero:
+            ax.annotate(f"{zero} eigenvalues\nat 0", (0, 0), (0.45, 0.75), fontsize=7, ha="left",
+                        arrowprops=dict(arrowstyle="-", color="#888888", lw=0.6))
+        ax.set_title(f"{title}\nρ = {rho:.2f}, law {radius:.2f}", fontsize=9)
+        ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", xticks=[-1, 0, 1], yticks=[-1, 0, 1])
+        ax.tick_params(labelsize=7)
+        ax.legend(loc="lower center", fontsize=7, frameon=False, bbox_to_anchor=(0.5, -0.02),
+                  handlelength=1.5)
+    fig.suptitle(f"eigenvalues of W_rec(r, s) at initialisation, n = {n}", fontsize=10)
+    return fig
+
+
+# ------------------------------------------------------------------ 04_closed_loop
+
+def imitation_pipeline():
+    """The experiment of the paper (A.9-A.11) as a pipeline: the expert's
+    recorded episodes, the offline fit, then the policy in the loop, with the
+    observation shifted on some steps, scored against the expert under the same
+    shift."""
+    from ..experiments.imitation import PAPER
+
+    shift_p = PAPER["p"]                       # the probability of a shifted step (A.11.4)
+
+    fig, ax = _canvas(12.3, 4.2, (-0.2, 12.4), (-0.55, 4.2))
+    ax.text(0.0, 4.0, "offline: imitation", fontsize=9.5, color=_BLUE, va="center", weight="bold")
+    ax.text(0.0, 1.95, "closed loop: the policy drives", fontsize=9.5, color=_GREEN, va="center",
+            weight="bold")
+    y = 3.15
+    steps = (("expert\nsees the whole state", 1.1, _GREY_FILL),
+             ("recorded episodes\n(observation, action)\n100 × 200 steps", 3.55, _GREY_FILL),
+             ("offline fit\nMSE to the expert's actions\non the expert's states", 6.35, _BLUE_FILL),
+             ("trained recurrent\npolicy (rank r,\nsparsity s)", 9.2, _BLUE_FILL))
+    for k, (text, x, fc) in enumerate(steps):
+        _box(ax, x, y, 2.1, 1.05, text, fc=fc, ec=_BLUE if fc == _BLUE_FILL else _INK, fontsize=8.3)
+        if k:
+            _arrow(ax, (steps[k - 1][1] + 1.05, y), (x - 1.05, y))
+    # the loop
+    ye = 0.75
+    _box(ax, 2.1, ye, 2.2, 0.95, "environment\n(pendulum, cheetah)", fc=_GREY_FILL, fontsize=8.3)
+    _box(ax, 5.35, ye, 2.3, 0.95, f"shift on {int(round(100 * shift_p))} % of steps:\nnoise · dropout · offset",
+         ec=_RED, fc=_RED_FILL, fontsize=8.3)
+    _box(ax, 9.2, ye, 2.1, 0.95, "policy\nacts on what it sees", ec=_GREEN, fc=_GREEN_FILL, fontsize=8.3)
+    _arrow(ax, (3.2, ye + 0.1), (4.2, ye + 0.1))
+    ax.text(3.7, ye + 0.32, "observation", fontsize=7.5, ha="center")
+    _arrow(ax, (6.5, ye + 0.1), (8.15, ye + 0.1))
+    ax.plot([9.2, 9.2, 2.1], [ye - 0.48, ye - 0.95, ye - 0.95], color=_INK, lw=1.0, zorder=1)
+    _arrow(ax, (2.1, ye - 0.95), (2.1, ye - 0.48))
+    ax.text(5.65, ye - 0.9, "action: its next observation depends on it", fontsize=7.5, ha="center",
+            va="bottom")
+    _arrow(ax, (9.2, y - 0.53), (9.2, ye + 0.48), color=_GREEN)
+    ax.text(9.3, 1.85, "the same\nweights", fontsize=7.5, va="center")
+    ax.text(10.35, ye, "score: the return,\nnormalised by\nthe expert's under\nthe same shift",
+            fontsize=7.8, ha="left", va="center", color=_GREEN)
+    return fig
