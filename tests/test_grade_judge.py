@@ -306,3 +306,13 @@ def test_the_chapters_hidden_cases_compute_and_differ_from_the_public_ones():
         assert p.hidden >= 1
         assert any(all(p.exercise.agree(p.expected[k], p.expected[i]) is not None for k in range(public))
                    for i in range(public, len(p.cases))), p.exercise.label
+
+
+def test_the_course_kit_lists_the_books_exercises():
+    """book/teaching.md's exercise tables are written from the chapters (python -m rnnlab.checks.grade.kit)."""
+    from rnnlab.checks.grade import kit
+
+    page = folder.BOOK / "teaching.md"
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<!-- exercises: ") >= 5
+    assert kit.refresh(text, folder.BOOK) == text, "book/teaching.md is stale: run python -m rnnlab.checks.grade.kit"
