@@ -102,8 +102,8 @@ def combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True)
     return (b // 2 if lower_only else b) + input_size * n + n + n * output_size + output_size
 
 
-def skew_euler_limit(alpha):
-    return math.sqrt(2 / alpha - 1)
+def skew_euler_limit(alpha, leak=1.0):
+    return math.sqrt(max(0.0, 2 * leak / alpha - leak**2))
 
 
 def euler_norm_bound(Wm, Lm, alpha, g=1.0):
@@ -234,7 +234,11 @@ def test_parameter_count_for_equal_modules_only_fails():
 
 
 def test_euler_exercises_wrong_answers_fail():
-    _fails_at("ex-ctr-skew-euler", lambda alpha: math.sqrt(2 / alpha), 1, "alpha = 0.1")
+    _fails_at("ex-ctr-skew-euler", lambda alpha, leak=1.0: math.sqrt(2 / alpha), 1, "alpha = 0.1")
+
+
+def test_skew_euler_limit_with_the_leak_forgotten_fails():
+    _fails_at("ex-ctr-skew-euler", lambda alpha, leak=1.0: math.sqrt(2 / alpha - 1), 3, "leak 0.5")
 
     def no_alpha_on_w(Wm, Lm, alpha, g=1.0):       # forgets that W enters through alpha too
         n = len(Wm)

@@ -279,26 +279,26 @@ exercise(
 
 # ----------------------------------------------------------------- 05: training combo nets
 
-def _skew_euler_limit(alpha):
-    """The largest omega for which one Euler step of x' = (-1 + i omega) x shrinks |x|."""
-    return _tidy(math.sqrt(2.0 / alpha - 1.0))
+def _skew_euler_limit(alpha, leak=1.0):
+    """The largest omega for which one Euler step of x' = (-leak + i omega) x shrinks |x|."""
+    return _tidy(math.sqrt(max(0.0, 2.0 * leak / alpha - leak**2)))
 
 
 exercise(
     "ex-ctr-skew-euler",
     notebook=_BOOK + "05_training_combo_nets",
     name="skew_euler_limit",
-    signature="skew_euler_limit(alpha)",
+    signature="skew_euler_limit(alpha, leak=1.0)",
     reference=_skew_euler_limit,
     cases=lambda: [
-        Case((0.1,), show="alpha = 0.1 (the Combo Nets' Euler step)"),
-        Case((1.0,), show="alpha = 1"),
-        Case((0.5,), show="alpha = 0.5"),
-        Case((0.01,), show="alpha = 0.01"),
-        Case((1.5,), show="alpha = 1.5 (a step longer than the decay time)"),
+        Case((0.1,), show="alpha = 0.1, leak 1 (the Combo Nets' Euler step)"),
+        Case((1.0,), show="alpha = 1, leak 1"),
+        Case((0.1, 0.5), show="alpha = 0.1, leak 0.5 (a slower unit)"),
+        Case((0.01, 2.0), show="alpha = 0.01, leak 2"),
+        Case((0.5, 5.0), show="alpha = 0.5, leak 5 (a step too long even without rotation)"),
     ],
-    hint="one step multiplies x by 1 + alpha (-1 + i omega); it shrinks |x| when "
-         "(1 - alpha)^2 + alpha^2 omega^2 < 1.",
+    hint="one step multiplies x by 1 + alpha (-leak + i omega); it shrinks |x| when "
+         "(1 - alpha leak)^2 + alpha^2 omega^2 < 1; when no omega >= 0 works, return 0.",
 )
 
 
@@ -415,7 +415,8 @@ def _params_hidden(rng):
 
 @hidden("ex-ctr-skew-euler")
 def _skew_euler_hidden(rng):
-    return [Case((float(a),)) for a in rng.uniform(0.02, 1.9, 2)]
+    return [Case((float(a),)) for a in rng.uniform(0.02, 1.9, 2)] + [
+        Case((float(rng.uniform(0.01, 0.3)), float(rng.uniform(0.2, 3.0))))]
 
 
 @hidden("ex-ctr-euler-bound")
