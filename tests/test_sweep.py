@@ -238,3 +238,29 @@ def test_imitation_sweep_resumes_and_reports_a_failing_environment(local_ray, tm
     assert rows[ids[2]]["status"] == "ok" and rows[ids[3]]["status"] == "error"
     resumed = json.loads((half / "lr-0.001" / "metrics.json").read_text())["epochs"]
     assert len(resumed) == 2 and resumed[0] == first_epoch[0]        # continued, not restarted
+
+
+def test_task_registry_lives_with_the_experiments_and_ctrl_c_stops_every_command(monkeypatch, tmp_path, capsys):
+    """rnnlab.sweep reads TRAIN_TASKS from rnnlab.experiments (not from rnnlab.__main__), and main()'s one
+    KeyboardInterrupt handler answers 130 with a resume hint for train, sweep and control alike."""
+    import inspect
+
+    import rnnlab.__main__ as entry
+    import rnnlab.experiments
+    from rnnlab.control import cli as control_cli
+    from rnnlab.experiments import copy_memory
+    from rnnlab.sweep import grid, runner
+
+    assert grid.TRAIN_TASKS is rnnlab.experiments.TRAIN_TASKS is entry.TRAIN_TASKS
+    assert "__main__" not in inspect.getsource(grid)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    for module in (copy_memory, runner, control_cli):
+        monkeypatch.setattr(module, "main", interrupted)
+    for argv in (["train", "copy-memory", "--out", str(tmp_path / "run")],
+                 ["sweep", "copy-memory", "--out", str(tmp_path / "grid"), "--grid", "seed=0,1"],
+                 ["control", "evaluate", "--env", "pendulum"]):
+        assert cli(argv) == 130, argv
+        assert "run the same command again to resume" in capsys.readouterr().err
