@@ -38,14 +38,16 @@ PAGE_B = [
     "```{solution-start} ex-b\n:class: dropdown\n```\n\nThe idea, in words.",
     ("code", "def f(x):\n    return x"),
     "Still the solution.\n\n```{solution-end}\n```\n\nAfter the solution.",
+    ("code", "plot()", {"mystnb": {"figure": {"name": "fig-c", "caption": "A plot of $x$ ({eq}`eq-b`)."},
+                                   "image": {"alt": "A line."}}}),
 ]
 
 
 def _nb(cells):
     out = []
     for c in cells:
-        kind, src = ("markdown", c) if isinstance(c, str) else c
-        cell = {"cell_type": kind, "metadata": {}, "source": src}
+        kind, src, *meta = ("markdown", c) if isinstance(c, str) else c
+        cell = {"cell_type": kind, "metadata": meta[0] if meta else {}, "source": src}
         if kind == "code":
             cell.update(execution_count=1, outputs=[{"output_type": "stream", "name": "stdout", "text": "x\n"}])
         out.append(cell)
@@ -86,7 +88,7 @@ def test_numbers_follow_the_toc_one_counter_per_kind(index):
     t = index.targets
     assert (t["thm-a"].number, t["thm-b"].number, t["thm-c"].number) == (1, None, 2)
     assert t["prop-b"].number == 1 and t["ex-a"].number == 1 and t["ex-b"].number == 2
-    assert (t["eq-a"].number, t["eq-b"].number, t["fig-b"].number) == (1, 2, 1)
+    assert (t["eq-a"].number, t["eq-b"].number, t["fig-b"].number, t["fig-c"].number) == (1, 2, 1, 2)
     assert t["sec-a"].title == "First section" and index.titles["book/ch/a"] == "Page A"
 
 
@@ -223,3 +225,14 @@ def test_full_edition_keeps_every_cell_of_the_chapter_and_no_output(real_edition
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         assert len(code) == sum(c["cell_type"] == "code" for c in chapter["cells"]), rel
         assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), rel
+
+
+def test_a_code_cell_figure_gets_its_numbered_caption_below_it(book, index):
+    nb = json.loads((book / "book" / "ch" / "b.ipynb").read_text())
+    full = editions.full_edition(nb, "ch/b.ipynb", index)
+    student, _ = editions.student_edition(nb, "ch/b.ipynb", index)
+    for edition in (full, student):
+        sources = ["".join(c["source"]) for c in edition["cells"]]
+        at = sources.index("plot()")
+        assert sources[at + 1] == "*Figure 2.* A plot of $x$ ((2))."
+        assert edition["cells"][at]["metadata"].get("mystnb") is None

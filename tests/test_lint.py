@@ -111,3 +111,10 @@ def test_the_conforming_chapters_pass():
     results = lint.lint(ROOT, [ROOT / "book" / c for c in chapters]) if chapters else {}
     text, failed = lint.report(results, chapters)
     assert not failed, text
+
+
+def test_a_code_cell_figure_needs_alt_text():
+    meta = {"mystnb": {"figure": {"name": "fig-x", "caption": "A plot."}}}
+    assert _rules(_nb(_cell("code", "plot()", meta=meta)))[0] == ["alt-text"]
+    meta["mystnb"]["image"] = {"alt": "Two falling lines."}
+    assert _rules(_nb(_cell("code", "plot()", meta=meta)))[0] == []

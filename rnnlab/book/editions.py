@@ -25,7 +25,7 @@ import json
 import pathlib
 
 from .maintenance import notebooks
-from .myst import BookIndex, Context, MystError, convert
+from .myst import BookIndex, Context, MystError, code_cell_figure, convert
 from .student import STUDENT_DIR, student_notebook
 
 FULL_DIR = "full"
@@ -72,6 +72,18 @@ def convert_markdown_cell(cell, ctx: Context):
     return _markdown(text, attachments, tags) if text.strip() else None
 
 
+def figure_caption_cell(figure, ctx: Context):
+    """The markdown cell that follows a code cell whose output the book shows as a numbered figure
+    (myst-nb's ``mystnb.figure`` metadata): "*Figure N.* caption", or None without a caption."""
+    caption = str(figure.get("caption", "")).strip()
+    if not caption:
+        return None
+    t = ctx.index.targets.get(figure.get("name") or "")
+    head = f"Figure {t.number}" if t is not None and t.number else "Figure"
+    ctx.attachments = {}
+    return _markdown(f"*{head}.* " + convert(caption, ctx).strip())
+
+
 def _code_cell(cell, edition, solution_of=None):
     tags = list(cell.get("metadata", {}).get("tags", []))
     source = _source(cell)
@@ -106,6 +118,9 @@ def full_edition(nb, rel, index):
 
                 title = solution_title(ctx.gated, ctx)
             cells.append(_code_cell(cell, "full", title))
+            figure = code_cell_figure(cell)
+            if figure is not None and figure_caption_cell(figure, ctx) is not None:
+                cells.append(figure_caption_cell(figure, ctx))
         else:
             cells.append({"cell_type": "raw", "metadata": {}, "source": cell["source"]})
     if ctx.gated is not None:
@@ -119,6 +134,9 @@ def student_edition(nb, rel, index):
     """``(student edition, removed solution text)`` of chapter notebook ``nb``."""
     student, removed = student_notebook(nb, source=f"book/{rel}")
     ctx = Context(index, _doc(rel), solutions=False)
+    # The student notebook keeps only tags: its code cells' figures are found by their source.
+    figures = {"".join(c["source"]) if isinstance(c["source"], list) else c["source"]: code_cell_figure(c)
+               for c in nb["cells"] if c["cell_type"] == "code" and code_cell_figure(c) is not None}
     cells = []
     for n, cell in enumerate(student["cells"], 1):
         ctx.where = f"{STUDENT_DIR}/{rel}, cell {n}"
@@ -128,6 +146,9 @@ def student_edition(nb, rel, index):
                 cells.append(out)
         else:
             cells.append(cell)
+            figure = figures.get(_source(cell)) if cell["cell_type"] == "code" else None
+            if figure is not None and figure_caption_cell(figure, ctx) is not None:
+                cells.append(figure_caption_cell(figure, ctx))
     meta = dict(student["metadata"])
     return _notebook(student, cells, meta.pop("rnnlab")), removed
 

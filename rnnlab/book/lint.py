@@ -11,7 +11,8 @@ For every chapter notebook:
 * **logistics**: no main-line prose (markdown outside reproduction notes, code
   spans, code blocks and math) uses the vocabulary of :data:`LOGISTICS`;
 * **alt text**: every ``{figure}``/``{image}`` has ``:alt:``, every Markdown image
-  a non-empty alt text;
+  a non-empty alt text, every code cell shown as a figure (``mystnb.figure``) an
+  ``mystnb.image.alt``;
 * **checks**: no printed output line that is a bare ``True``/``False`` verdict
   (a check prints a sentence; a guard assertion lives in a ``remove-input`` cell).
 
@@ -29,7 +30,7 @@ import pathlib
 import re
 
 from .maintenance import notebooks
-from .myst import ADMONITIONS, DIFFICULTY, directive_of, parse
+from .myst import ADMONITIONS, DIFFICULTY, code_cell_figure, directive_of, parse
 
 CONFORMING = "book/conforming.txt"
 REPRODUCTION_TAG = "reproduction"
@@ -173,6 +174,11 @@ def lint_notebook(nb, name):
         text = _source(cell)
         if kind == "code":
             code_seen += 1
+            figure = code_cell_figure(cell)
+            alt = ((cell.get("metadata", {}).get("mystnb") or {}).get("image") or {}).get("alt", "")
+            if figure is not None and not reason and not str(alt).strip():
+                problems.append(Problem(name, n, "alt-text", f"the figure {figure.get('name', '')} of this code "
+                                        "cell has no alt text (metadata mystnb.image.alt)"))
             if reason or REPRODUCTION_TAG in _tags(cell) or "remove-input" in _tags(cell):
                 continue
             bools = [line for out in cell.get("outputs", []) if out.get("output_type") == "stream"

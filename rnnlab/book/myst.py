@@ -152,14 +152,29 @@ class Target:
     title: str           # a directive's title, a section's heading, a figure's caption
 
 
-def _markdown_texts(path):
-    """The markdown texts of a book page, in order (the cells of a notebook, or the whole .md)."""
+def _page_cells(path):
+    """The cells of a book page that the index reads, in order: ``("markdown", text)`` for
+    each markdown cell (or the whole .md), ``("figure", name, caption)`` for a code cell whose
+    output myst-nb shows as a numbered figure (cell metadata ``mystnb.figure``)."""
     path = pathlib.Path(path)
-    if path.suffix == ".ipynb":
-        nb = json.loads(path.read_text(encoding="utf8"))
-        return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                for c in nb["cells"] if c["cell_type"] == "markdown"]
-    return [path.read_text(encoding="utf8")]
+    if path.suffix != ".ipynb":
+        return [("markdown", path.read_text(encoding="utf8"))]
+    nb = json.loads(path.read_text(encoding="utf8"))
+    out = []
+    for c in nb["cells"]:
+        if c["cell_type"] == "markdown":
+            out.append(("markdown", "".join(c["source"]) if isinstance(c["source"], list) else c["source"]))
+        elif c["cell_type"] == "code":
+            fig = code_cell_figure(c)
+            if fig is not None:
+                out.append(("figure", fig.get("name"), str(fig.get("caption", "")).strip()))
+    return out
+
+
+def code_cell_figure(cell):
+    """The ``mystnb.figure`` metadata of a code cell (name, caption), or None."""
+    fig = (cell.get("metadata", {}).get("mystnb") or {}).get("figure")
+    return fig if isinstance(fig, dict) else None
 
 
 def toc_order(root="."):
@@ -198,8 +213,11 @@ class BookIndex:
             if path is None:
                 continue
             self._pending = []        # targets waiting for the next block (a heading names them)
-            for text in _markdown_texts(path):
-                self._collect(doc, text)
+            for kind, *rest in _page_cells(path):
+                if kind == "markdown":
+                    self._collect(doc, rest[0])
+                else:
+                    self._code_figure(doc, *rest)
             for label in self._pending:
                 self.targets[label] = Target(doc, "section", None, "")
         self.bib = read_bib(self.root)
@@ -207,6 +225,14 @@ class BookIndex:
     def _next(self, kind):
         self.counters[kind] = self.counters.get(kind, 0) + 1
         return self.counters[kind]
+
+    def _code_figure(self, doc, name, caption):
+        # A code cell's figure (myst-nb): numbered like a {figure} when it has a name and a caption.
+        for label in self._pending:
+            self.targets[label] = Target(doc, "section", None, "")
+        self._pending.clear()
+        if name and caption:
+            self.targets[name] = Target(doc, "Figure", self._next("Figure"), caption)
 
     def _collect(self, doc, text):
         tokens = parse(text)

@@ -164,15 +164,17 @@ def _numbered_titles(html_file):
         m = re.match(r"^(Theorem|Proposition|Lemma|Definition|Corollary|Exercise) (\d+)(?: \((.*)\))?$", title)
         if m:
             out.append((m.group(1), int(m.group(2))))
+    # Figures, markdown or code-cell (myst-nb) ones: "Fig. N" before the caption.
+    out += [("Figure", int(n)) for n in re.findall(r'<span class="caption-number">Fig\. (\d+) </span>', text)]
     return out
 
 
 def test_editions_number_as_the_online_book(built_book, index):
-    """Every numbered theorem-like block and exercise of the built book carries the number the
-    editions print, and the editions number nothing the book does not."""
+    """Every numbered theorem-like block, exercise and figure of the built book carries the number
+    the editions print, and the editions number nothing the book does not."""
     expected = {(t.doc, t.kind, t.number) for t in index.targets.values()
                 if t.number is not None and t.kind in ("Theorem", "Proposition", "Lemma", "Definition",
-                                                        "Corollary", "Exercise")}
+                                                        "Corollary", "Exercise", "Figure")}
     seen = set()
     for doc in myst.toc_order(ROOT):
         page = built_book / f"{doc}.html"
