@@ -74,9 +74,11 @@ test-browser: $(STAMP)
 # The notebook editions that Colab and Jupyter open, generated from the chapters (MyST converted to
 # Markdown): full/ (solutions folded) and student/ (no solutions), both committed;
 # tests/test_editions.py checks that they are current and hold no MyST, tests/test_exercises.py
-# that the student edition leaks nothing. `make student` is the old name.
+# that the student edition leaks nothing. `make student` is the old name. The course kit's exercise
+# tables (book/teaching.md) are rewritten from the chapters too.
 editions: $(STAMP)
 	$(PY) -m rnnlab.book editions
+	$(PY) -m rnnlab.checks.grade.kit
 
 student: editions
 
