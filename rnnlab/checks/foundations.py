@@ -8,7 +8,7 @@ Jacobians by :func:`rnnlab.theory.cumulative_log_norms`, i.e. backpropagation
 through time actually run), and otherwise from the plain NumPy definition (a
 fixed point solves a linear system). Heavy imports stay inside the functions.
 """
-from .core import Case, exercise
+from .core import Case, exercise, hidden
 
 NB = "scans/00_dynamical_systems"
 
@@ -218,3 +218,17 @@ exercise(
          "same Jacobian: which fixed point does the trajectory from h0 reach, and what is the "
          "largest eigenvalue modulus of the Jacobian there?",
 )
+
+
+@hidden("ex-found-explode")
+def _growth_hidden(rng):
+    """Symmetric positive definite W (eigenvalues in (0.3, 1.6)): zero-input trajectories settle at a
+    fixed point (no cycles), so the eigenvalue rule holds; one linear and one tanh case."""
+    import numpy as np
+
+    def spd():
+        q, _ = np.linalg.qr(rng.normal(size=(2, 2)))
+        return q @ np.diag(rng.uniform(0.3, 1.6, size=2)) @ q.T
+
+    h0 = rng.uniform(-0.5, 0.5, size=2)
+    return [Case((spd(), h0, "linear")), Case((spd(), h0, "tanh"))]
