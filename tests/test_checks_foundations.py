@@ -60,7 +60,22 @@ def test_difficulties_match_the_titles_and_hidden_cases_pass_the_reference():
         ex = get(label)
         for case in ex.hidden(np.random.default_rng(1)):
             assert ex.agree(candidate(*case.args), ex.reference(*case.args)) is None, label
-    assert get("ex-found-explode").hidden is None
+    # ex-found-explode: hidden networks settle at a fixed point, where the eigenvalue rule holds.
+    def predicted(W, h0, nonlinearity):
+        if nonlinearity == "linear":
+            return float(np.log(np.abs(np.linalg.eigvals(W)).max()))
+        h = np.asarray(h0, float)
+        for _ in range(3000):
+            h = np.tanh(W @ h)
+        J = np.diag(1 - np.tanh(W @ h) ** 2) @ W
+        return float(np.log(np.abs(np.linalg.eigvals(J)).max()))
+
+    ex = get("ex-found-explode")
+    hidden = ex.hidden(np.random.default_rng(3))
+    assert [case.args[2] for case in hidden] == ["linear", "tanh"]
+    for case in hidden:
+        assert ex.agree(predicted(*case.args), ex.reference(*case.args)) is None
+        assert ex.agree(0.0, ex.reference(*case.args)) is not None or abs(ex.reference(*case.args)) < 0.01
 
 
 # ------------------------------------------------------------ ★ fixed point
