@@ -18,6 +18,7 @@ import pathlib
 
 from . import contraction, lowrank, scans
 from . import memory  # the memory chapter's schematics
+from . import lds as lds_figures  # the LDS chapter's schematics
 
 __all__ = ["FIGURES", "render", "write", "stale"]
 
@@ -42,6 +43,9 @@ FIGURES = {
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
     "lowrank_pipeline": (lowrank.imitation_pipeline, "book/lowrank/figures/imitation_pipeline.svg"),
+    "lds_companion_modal": (lds_figures.companion_modal, "book/lds/figures/companion_modal.svg"),
+    "lds_paper_lds": (lds_figures.paper_lds, "book/lds/figures/paper_lds.svg"),
+    "lds_ldstack_staircase": (lds_figures.ldstack_staircase, "book/lds/figures/ldstack_staircase.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

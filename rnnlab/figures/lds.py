@@ -1,0 +1,188 @@
+"""Schematics of the LDS chapter (``book/lds``).
+
+``companion_modal`` draws the running example of ``01_modal_form`` (two
+conjugate pairs, :data:`EXAMPLE_EIGENVALUES`) twice: in companion form, a
+shift register whose first cell is fed back with the coefficients ``-c``
+that the package's ``monic_coefficients`` computes from the eigenvalues,
+and in modal form, four independent modes, each a point turning by its angle
+and shrinking by its radius at every step, driven with the weights ``B'``
+of ``modal_input_weights``. ``paper_lds`` draws the copying-memory model of
+``03_copy_memory`` with the sizes of ``rnnlab.experiments.copy_memory.paper_lds``;
+``ldstack_staircase`` the layers and steps of an LDStack of depth
+:data:`STAIRCASE_DEPTH` and the corrections that the exactness proof of
+``02_ldstack`` walks along.
+"""
+from __future__ import annotations
+
+import cmath
+import math
+
+import numpy as np
+from matplotlib.patches import Circle, Rectangle
+
+from .scans import _arrow, _box, _canvas, _num
+
+__all__ = ["EXAMPLE_EIGENVALUES", "STAIRCASE_DEPTH", "example_coefficients", "companion_modal",
+           "paper_lds", "ldstack_staircase"]
+
+EXAMPLE_EIGENVALUES = (0.9 * cmath.exp(0.5j), 0.7 * cmath.exp(2j),
+                       0.9 * cmath.exp(-0.5j), 0.7 * cmath.exp(-2j))
+"""The eigenvalues of the running example of book/lds/01_modal_form (two conjugate pairs)."""
+STAIRCASE_DEPTH = 5
+"""Layers (and steps) of the LDStack drawn by :func:`ldstack_staircase`."""
+
+_INK = "#333333"
+_BLUE, _BLUE_FILL = "#1f4e79", "#dbe8f5"
+_GREEN, _GREEN_FILL = "#2f7a2f", "#e2f2e2"
+_ORANGE, _ORANGE_FILL = "#c25e00", "#fbe6d0"
+_GREY, _GREY_FILL = "#888888", "#f2f2f2"
+
+
+def example_coefficients():
+    """``(c, B')`` of the running example: the companion coefficients ``c_1 .. c_n``
+    (real) and the modal input weights, both by the package's own functions."""
+    import torch
+
+    from ..models.lds import modal_input_weights, monic_coefficients
+
+    lam = torch.tensor(EXAMPLE_EIGENVALUES, dtype=torch.complex128)
+    return monic_coefficients(lam).real.numpy(), modal_input_weights(lam).numpy()
+
+
+def _complex(z, digits=2):
+    sign = "−" if z.imag < 0 else "+"
+    return f"{_num(z.real, digits)} {sign} {_num(abs(z.imag), digits)}i"
+
+
+# ------------------------------------------------------------------ 01_modal_form
+
+def companion_modal():
+    """The running example as a shift register (left) and as four independent
+    rotating modes (right): the same system in two sets of coordinates."""
+    c, bprime = example_coefficients()
+    n = len(c)
+    fig, ax = _canvas(11, 4.3, (-0.6, 13.4), (-4.6, 1.0))
+
+    # left: the companion form, a shift register
+    ax.text(-0.4, 0.72, "companion form: a shift register", fontsize=10, color=_BLUE,
+            fontweight="bold", va="center")
+    xs = [1.6 + 1.4 * k for k in range(n)]
+    y = -0.55
+    names = ["zₜ", "zₜ₋₁", "zₜ₋₂", "zₜ₋₃"]
+    for k, (x, name) in enumerate(zip(xs, names)):
+        _box(ax, x, y, 1.0, 0.7, name, ec=_BLUE, fc=_BLUE_FILL, fontsize=10)
+        if k:
+            _arrow(ax, (xs[k - 1] + 0.5, y), (x - 0.5, y))
+    # x_t and the feedback −c_k z_{t-k} are summed into the first cell
+    xsum = 0.15
+    _box(ax, xsum, y, 0.5, 0.5, "Σ", ec=_INK, fc="white", fontsize=11)
+    _arrow(ax, (xsum + 0.25, y), (xs[0] - 0.5, y))
+    ax.text(xsum, 0.2, "xₜ", fontsize=10, ha="center", va="center")
+    _arrow(ax, (xsum, 0.05), (xsum, y + 0.25))
+    ybus = -2.6
+    for k, x in enumerate(xs):
+        ax.plot([x, x], [y - 0.35, ybus], color=_ORANGE, lw=1)
+        ax.text(x + 0.1, (y - 0.35 + ybus) / 2, f"× (−c{'₁₂₃₄'[k]}) = {_num(-c[k], 3)}",
+                fontsize=7.5, color=_ORANGE, va="center", rotation=90)
+    ax.plot([xsum, xs[-1]], [ybus, ybus], color=_ORANGE, lw=1)
+    _arrow(ax, (xsum, ybus), (xsum, y - 0.25), color=_ORANGE)
+    ax.text(xs[0] - 0.7, ybus - 0.35, "each cell shifts into the next; the weighted sum of all "
+            "cells returns to the first", fontsize=7.5, color=_ORANGE)
+    ax.text(-0.4, -4.25, "zₜ = −c₁zₜ₋₁ − … − c₄zₜ₋₄ + xₜ: every cell depends on the others",
+            fontsize=8.5, color=_INK)
+
+    # right: the modal form, independent rotating modes
+    x0 = 7.3
+    ax.text(x0 - 0.3, 0.72, "modal form: independent rotating modes", fontsize=10,
+            color=_GREEN, fontweight="bold", va="center")
+    ax.text(x0 - 0.3, -1.95, "xₜ", fontsize=11, va="center")
+    R = 0.62
+    centres = [(x0 + 1.2 + 1.4 * i, -1.55) for i in range(n)]
+    for i, ((cx, cy), lam, b) in enumerate(zip(centres, EXAMPLE_EIGENVALUES, bprime)):
+        ax.add_patch(Circle((cx, cy), R, fill=False, ec=_GREY, lw=0.8, ls="--"))
+        ax.add_patch(Circle((cx, cy), R * abs(lam), fill=True, fc=_GREEN_FILL, ec=_GREEN, lw=1))
+        # the point λ and the next power λ², the rotation by θ = arg λ
+        for p, alpha in ((1, 1.0), (2, 0.45), (3, 0.2)):
+            z = lam ** p
+            ax.plot(cx + R * z.real, cy + R * z.imag, "o", ms=4, color=_GREEN, alpha=alpha)
+        ax.plot([cx, cx + R * lam.real], [cy, cy + R * lam.imag], color=_GREEN, lw=1)
+        ax.text(cx, cy - R - 0.3, f"λ{'₁₂₃₄'[i]} = {_num(abs(lam), 1)}·e^({_num(cmath.phase(lam), 1)}i)",
+                fontsize=7.5, ha="center", color=_GREEN)
+        ax.text(cx, cy + R + (0.55 if i % 2 else 0.3), f"B′{'₁₂₃₄'[i]} = {_complex(b)}", fontsize=7,
+                ha="center", color=_INK)
+        _arrow(ax, (x0 + 0.05, -1.85), (cx - 0.2, cy + R + 0.18), color=_GREY, lw=0.7)
+        _arrow(ax, (cx, cy - R - 0.45), (x0 + 3.3, -3.45), color=_GREY, lw=0.7)
+    _box(ax, x0 + 3.3, -3.7, 2.2, 0.5, "yₜ = Re(C′s′ₜ)", ec=_INK, fc="white", fontsize=9)
+    ax.text(x0 - 0.3, -4.25, "s′ₜ,ᵢ = λᵢ s′ₜ₋₁,ᵢ + B′ᵢ xₜ: each mode on its own (dots: λ, λ², λ³)",
+            fontsize=8.5, color=_INK)
+    ax.plot([6.75, 6.75], [-4.5, 0.9], color=_GREY, lw=0.6, ls=":")
+    return fig
+
+
+# ------------------------------------------------------------------ 03_copy_memory
+
+def paper_lds(blocks=10, modes=16, tokens=10):
+    """The copying-memory model: one-hot tokens, the mixing E, ten single-input
+    LDS of sixteen unit-modulus modes, the complex read-out C′, the logits."""
+    fig, ax = _canvas(11, 3.7, (-0.3, 11.3), (-3.5, 0.9))
+    ax.text(-0.2, 0.62, f"paper_lds: {blocks} blocks × {modes} modes, 3380 trained parameters",
+            fontsize=10, fontweight="bold", color=_INK, va="center")
+    ymid = -1.35
+    _box(ax, 0.55, ymid, 1.0, 2.4, f"xₜ\none-hot\n{tokens} tokens", ec=_INK, fc=_GREY_FILL, fontsize=8.5)
+    _box(ax, 2.25, ymid, 1.2, 2.4, f"E\n{tokens}×{tokens}\nmixing\n(100)", ec=_ORANGE, fc=_ORANGE_FILL,
+         fontsize=8.5)
+    _arrow(ax, (1.05, ymid), (1.65, ymid))
+    shown = [0, 1, 2, blocks - 1]
+    ys = np.linspace(0.05, -2.75, len(shown) + 1)
+    ys = list(ys[:3]) + [ys[-1]]
+    for j, yb in zip(shown, ys):
+        ax.text(3.2, yb + 0.22, "u" + str(j + 1).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")),
+                fontsize=8, va="center")
+        _arrow(ax, (2.85, ymid), (3.45, yb), color=_GREY, lw=0.7)
+        # one block: 8 conjugate pairs on the unit circle
+        for i in range(modes // 2):
+            x = 3.75 + 0.42 * i
+            ax.add_patch(Rectangle((x - 0.17, yb - 0.2), 0.34, 0.4, fc=_GREEN_FILL, ec=_GREEN, lw=0.8))
+            theta = 2 * math.pi * ((0.37 * (i + 1) * (j + 3)) % 1)
+            ax.plot([x, x + 0.14 * math.cos(theta)], [yb, yb + 0.14 * math.sin(theta)],
+                    color=_GREEN, lw=0.9)
+        ax.text(3.75 + 0.42 * (modes // 2) - 0.05, yb, f"+ conjugates: block {j + 1}", fontsize=7.5, va="center", color=_GREEN)
+        _arrow(ax, (8.55, yb), (9.05, ymid), color=_GREY, lw=0.7)
+    ax.text(5.3, (ys[2] + ys[3]) / 2, "⋮", fontsize=14, ha="center", va="center")
+    _box(ax, 9.55, ymid, 0.95, 2.4, f"C′\n{blocks * modes}×{tokens}\ncomplex\n(3200)", ec=_BLUE,
+         fc=_BLUE_FILL, fontsize=8.5)
+    _box(ax, 10.75, ymid, 0.8, 1.2, f"{tokens}\nlogits", ec=_INK, fc="white", fontsize=8.5)
+    _arrow(ax, (10.03, ymid), (10.35, ymid))
+    ax.text(3.4, -3.3, f"|λ| = 1 exactly (θ only: {blocks}×{modes // 2} = {blocks * modes // 2}); "
+            "B′ = 1: every mode is driven by its block's input uⱼ", fontsize=8.5, color=_GREEN)
+    return fig
+
+
+# ------------------------------------------------------------------ 02_ldstack
+
+def ldstack_staircase(depth=STAIRCASE_DEPTH):
+    """Layers k = 1..depth against steps t = 1..depth: the cells that layer k gets
+    exactly right (t ≤ k) shaded, and the corrections p⁽ᵏ⁻¹⁾ₜ₋₁ = δ(A s⁽ᵏ⁻¹⁾ₜ₋₁)
+    that carry an exact step of layer k − 1 into the next step of layer k."""
+    fig, ax = _canvas(8.2, 4.6, (-1.5, depth + 1.9), (-0.2, depth + 1.1))
+    for k in range(1, depth + 1):
+        for t in range(1, depth + 1):
+            exact = t <= k
+            ax.add_patch(Rectangle((t - 0.4, k - 0.32), 0.8, 0.64, ec=_GREEN if exact else _GREY,
+                                   fc=_GREEN_FILL if exact else "white", lw=1, zorder=2))
+            ax.text(t, k, f"s{'⁽' + '¹²³⁴⁵⁶⁷⁸⁹'[k - 1] + '⁾'}{'₁₂₃₄₅₆₇₈₉'[t - 1]}", ha="center",
+                    va="center", fontsize=9, color=_INK if exact else _GREY, zorder=3)
+            if t > 1:
+                _arrow(ax, (t - 0.6, k), (t - 0.4, k), color=_GREY, lw=0.7)
+        ax.text(-0.35, k, f"layer {k}" + (" (LDS)" if k == 1 else ""), ha="right", va="center",
+                fontsize=9)
+    for k in range(2, depth + 1):
+        t = k  # the diagonal: the correction that makes step k of layer k exact
+        _arrow(ax, (t - 1 + 0.2, k - 1 + 0.32), (t - 0.2, k - 0.32), color=_ORANGE, lw=1.3)
+    ax.text(depth + 0.6, depth - 0.5, "δ(A s⁽ᵏ⁻¹⁾ₜ₋₁)\ncorrects layer k\nat step t",
+            fontsize=8.5, color=_ORANGE, va="center")
+    for t in range(1, depth + 1):
+        ax.text(t, 0.35, f"t = {t}", ha="center", fontsize=8.5)
+    ax.text(-1.4, depth + 0.75, "shaded: layer k equals the RNN on steps t ≤ k", fontsize=9,
+            color=_GREEN)
+    return fig
