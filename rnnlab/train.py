@@ -307,166 +307,64 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
         far (its training averages). The returned numbers are added to the record under their own
         names (for evaluations that need more than ``model(inputs)``, such as decoding).
     """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"train: model must be a torch.nn.Module, got {type(model).__name__}")
-    for name, value, minimum in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("log_every", log_every, 0),
-                                 ("eval_every", eval_every, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"train: {name} must be an int >= {minimum}, got {value!r}")
-    if checkpoint_every is not None and (not isinstance(checkpoint_every, int) or checkpoint_every < 1):
-        raise ValueError(f"train: checkpoint_every must be an int >= 1 or None, got {checkpoint_every!r}")
+    _check_arguments(model, epochs, batch_size, log_every, eval_every, checkpoint_every)
     n, steps = _check_data(data, steps_per_epoch, batch_size, drop_last)
     metrics = dict(metrics or {})
     device = resolve_device(device)
     model.to(device)
-    if optimizer is None:
-        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    elif isinstance(optimizer, torch.optim.Optimizer):
-        opt = optimizer
-    elif callable(optimizer):
-        opt = optimizer(model.parameters())
-    else:
-        raise TypeError(f"train: optimizer must be a callable params -> Optimizer, an Optimizer or None, "
-                        f"got {type(optimizer).__name__}")
+    opt = _make_optimizer(model, optimizer)
     sched = scheduler(opt) if scheduler is not None else None
-
     signature = {"seed": int(seed), "batch_size": int(batch_size), "num_samples": n, "steps_per_epoch": steps}
-    history = {"steps": [], "epochs": []}
-    epoch, batch, step, elapsed = 0, 0, 0, 0.0
-    sums = {}
-    resumed_from = None
+    run = _Run(model, opt, sched, signature, config, checkpoint, metrics_file)
     torch.manual_seed(seed)
-    if checkpoint is not None and resume and os.path.exists(checkpoint):
-        state = load_checkpoint(checkpoint)
-        mismatch = {k: (state["signature"].get(k), v) for k, v in signature.items()
-                    if state["signature"].get(k) != v}
-        if mismatch:
-            raise ValueError(f"train: checkpoint {checkpoint} was written by a different run "
-                             f"(checkpoint vs now: {mismatch}); use resume=False or another path")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        if sched is not None and state.get("scheduler") is not None:
-            sched.load_state_dict(state["scheduler"])
-        epoch, batch, step, elapsed = state["epoch"], state["batch"], state["step"], state["elapsed"]
-        sums, history = state["sums"], state["history"]
-        torch.set_rng_state(state["rng"])
-        if torch.cuda.is_available() and state.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state_all(list(state["cuda_rng"]))
-        resumed_from = step
-
-    def snapshot():
-        return {
-            "format": CHECKPOINT_FORMAT, "signature": signature, "config": config or {},
-            "model": model.state_dict(), "optimizer": opt.state_dict(),
-            "scheduler": sched.state_dict() if sched is not None else None,
-            "epoch": epoch, "batch": batch, "step": step, "elapsed": elapsed, "sums": dict(sums),
-            "history": history, "rng": torch.get_rng_state(),
-            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-        }
-
-    def write_metrics():
-        if metrics_file is not None:
-            os.makedirs(os.path.dirname(os.path.abspath(metrics_file)), exist_ok=True)
-            _atomic_write_json(metrics_file, {"config": config or {}, "signature": signature, **history})
-
-    def save():
-        if checkpoint is not None:
-            save_checkpoint(checkpoint, snapshot())
-        write_metrics()
+    resumed_from = run.resume() if checkpoint is not None and resume and os.path.exists(checkpoint) else None
 
     total = epochs * steps
     bar = None
     if progress:
         from tqdm.auto import tqdm
-        bar = tqdm(total=total, initial=min(step, total), unit="step", dynamic_ncols=True,
-                   desc=f"epoch {min(epoch + 1, max(epochs, 1))}/{epochs}")
-    start = time.perf_counter()
-    base_elapsed = elapsed
+        bar = tqdm(total=total, initial=min(run.step, total), unit="step", dynamic_ncols=True,
+                   desc=f"epoch {min(run.epoch + 1, max(epochs, 1))}/{epochs}")
+    run.start_clock()
     status = "completed"
-    stepping = False
     model.train()
     lock = _take_lock(os.fspath(checkpoint)) if checkpoint is not None else None
     previous_sigterm = _sigterm_as_interrupt()
     try:
-        while epoch < epochs:
-            get = _batches(data, n, seed, epoch, batch_size, steps)
-            while batch < steps:
-                if max_steps is not None and step >= max_steps:
+        while run.epoch < epochs:
+            get = _batches(data, n, seed, run.epoch, batch_size, steps)
+            while run.batch < steps:
+                if max_steps is not None and run.step >= max_steps:
                     status = "max_steps"
                     break
-                if max_seconds is not None and time.perf_counter() - start >= max_seconds:
+                if max_seconds is not None and time.perf_counter() - run.start >= max_seconds:
                     status = "max_seconds"
                     break
-                x, y = get(batch)
+                x, y = get(run.batch)
                 x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                opt.zero_grad(set_to_none=True)
-                out = _output(model(x))
-                loss = loss_fn(out, y)
-                if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-                    raise TypeError("train: loss_fn must return a scalar tensor")
-                loss.backward()
-                if grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-                # From here until the bookkeeping is done the state is in flux: a Ctrl-C
-                # in this stretch is not checkpointed (the last checkpoint stands).
-                stepping = True
-                opt.step()
-                w = x.shape[0]
-                loss_value = float(loss.detach().item())
-                with torch.no_grad():
-                    values = {"loss": loss_value, **{k: _number(fn(out.detach(), y)) for k, fn in metrics.items()}}
-                for k, v in values.items():
-                    sums[k] = sums.get(k, 0.0) + v * w
-                sums["_count"] = sums.get("_count", 0.0) + w
-                step += 1
-                batch += 1
-                elapsed = base_elapsed + time.perf_counter() - start
-                record = {"step": step, "epoch": epoch + 1, "batch": batch, "loss": loss_value}
-                if log_every and step % log_every == 0:
-                    history["steps"].append({"step": step, "epoch": epoch + 1, "loss": loss_value,
-                                             "time": round(elapsed, 3)})
-                stepping = False
+                values, record = run.train_step(x, y, loss_fn, metrics, grad_clip, log_every)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix({k: f"{v:.4g}" for k, v in values.items()}, refresh=False)
                 if callback is not None:
                     callback(record)
-                if checkpoint_every and step % checkpoint_every == 0 and batch < steps:
-                    save()
+                if checkpoint_every and run.step % checkpoint_every == 0 and run.batch < steps:
+                    run.save()
             if status != "completed":
                 break
-            # end of epoch: build its record first, then advance the position in one go
-            count = sums.get("_count", 0.0) or 1.0
-            rec = {"epoch": epoch + 1, "step": step,
-                   **{k: v / count for k, v in sums.items() if k != "_count"}}
-            if eval_data is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
-                ev = evaluate(model, eval_data, loss_fn, metrics, eval_batch_size or batch_size, device)
-                rec.update({f"eval_{k}": v for k, v in ev.items()})
-            if eval_fn is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
-                was_training = model.training
-                model.eval()
-                try:
-                    with torch.no_grad():
-                        extra = eval_fn(model, dict(rec))
-                finally:
-                    model.train(was_training)
-                rec.update({k: _number(v) for k, v in (extra or {}).items()})
-            stepping = True
-            if sched is not None:
-                sched.step()
-            elapsed = base_elapsed + time.perf_counter() - start
-            rec["time"] = round(elapsed, 3)
-            history["epochs"].append(rec)
-            epoch, batch, sums = epoch + 1, 0, {}
-            stepping = False
+            rec = run.epoch_record()
+            if (run.epoch + 1) % eval_every == 0 or run.epoch + 1 == epochs:
+                _evaluate_epoch(model, rec, eval_data, eval_fn, loss_fn, metrics, eval_batch_size or batch_size,
+                                device)
+            run.end_epoch(rec)
             if bar is not None:
-                bar.set_description(f"epoch {min(epoch + 1, epochs)}/{epochs}")
+                bar.set_description(f"epoch {min(run.epoch + 1, epochs)}/{epochs}")
                 bar.set_postfix({k: f"{v:.4g}" for k, v in rec.items() if k not in ("epoch", "step", "time")})
-            save()
+            run.save()
     except KeyboardInterrupt:
-        if not stepping:
-            save()
-            print(f"\ninterrupted at step {step}; checkpoint saved" if checkpoint else "\ninterrupted")
+        if not run.stepping:
+            run.save()
+            print(f"\ninterrupted at step {run.step}; checkpoint saved" if checkpoint else "\ninterrupted")
         raise
     finally:
         if bar is not None:
@@ -476,6 +374,167 @@ def train(model, data, loss_fn, *, epochs=1, batch_size=32, optimizer=None, sche
         if lock is not None:
             _release_lock(lock)
     if status != "completed":
-        save()
-    return TrainResult(model=model, history=history, epoch=epoch, step=step, status=status,
+        run.save()
+    return TrainResult(model=model, history=run.history, epoch=run.epoch, step=run.step, status=status,
                        checkpoint=checkpoint, resumed_from_step=resumed_from)
+
+
+# ---------------------------------------------------------------------------
+# The steps of train(): arguments, optimiser, the run's state (resume, one training
+# step, the end of an epoch, checkpoints), evaluation
+# ---------------------------------------------------------------------------
+
+def _check_arguments(model, epochs, batch_size, log_every, eval_every, checkpoint_every):
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"train: model must be a torch.nn.Module, got {type(model).__name__}")
+    for name, value, minimum in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("log_every", log_every, 0),
+                                 ("eval_every", eval_every, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"train: {name} must be an int >= {minimum}, got {value!r}")
+    if checkpoint_every is not None and (not isinstance(checkpoint_every, int) or checkpoint_every < 1):
+        raise ValueError(f"train: checkpoint_every must be an int >= 1 or None, got {checkpoint_every!r}")
+
+
+def _make_optimizer(model, optimizer):
+    """The optimiser of :func:`train`'s ``optimizer`` argument (None: Adam, lr 1e-3)."""
+    if optimizer is None:
+        return torch.optim.Adam(model.parameters(), lr=1e-3)
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer
+    if callable(optimizer):
+        return optimizer(model.parameters())
+    raise TypeError(f"train: optimizer must be a callable params -> Optimizer, an Optimizer or None, "
+                    f"got {type(optimizer).__name__}")
+
+
+def _evaluate_epoch(model, rec, eval_data, eval_fn, loss_fn, metrics, batch_size, device):
+    """Add the epoch's evaluations to its record ``rec``: ``eval_data`` (as ``eval_*``), then ``eval_fn``."""
+    if eval_data is not None:
+        ev = evaluate(model, eval_data, loss_fn, metrics, batch_size, device)
+        rec.update({f"eval_{k}": v for k, v in ev.items()})
+    if eval_fn is not None:
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                extra = eval_fn(model, dict(rec))
+        finally:
+            model.train(was_training)
+        rec.update({k: _number(v) for k, v in (extra or {}).items()})
+
+
+class _Run:
+    """The state of one call of :func:`train`: the position (epoch, batch within it, step), the
+    running sums of the epoch, the history and the clock; how to resume it from a checkpoint,
+    advance it by one step or one epoch, and save it.
+
+    ``stepping`` is True while the state is in flux (from the optimiser step until the step's
+    bookkeeping is done, and while an epoch ends): a Ctrl-C then is not checkpointed (the last
+    checkpoint stands)."""
+
+    def __init__(self, model, opt, sched, signature, config, checkpoint, metrics_file):
+        self.model, self.opt, self.sched = model, opt, sched
+        self.signature, self.config = signature, config
+        self.checkpoint, self.metrics_file = checkpoint, metrics_file
+        self.history = {"steps": [], "epochs": []}
+        self.epoch, self.batch, self.step, self.elapsed = 0, 0, 0, 0.0
+        self.sums = {}
+        self.stepping = False
+        self.start = self.base_elapsed = None
+
+    def resume(self):
+        """Load the checkpoint (same signature, checked); return the step it was saved at."""
+        state = load_checkpoint(self.checkpoint)
+        mismatch = {k: (state["signature"].get(k), v) for k, v in self.signature.items()
+                    if state["signature"].get(k) != v}
+        if mismatch:
+            raise ValueError(f"train: checkpoint {self.checkpoint} was written by a different run "
+                             f"(checkpoint vs now: {mismatch}); use resume=False or another path")
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["optimizer"])
+        if self.sched is not None and state.get("scheduler") is not None:
+            self.sched.load_state_dict(state["scheduler"])
+        self.epoch, self.batch, self.step, self.elapsed = state["epoch"], state["batch"], state["step"], \
+            state["elapsed"]
+        self.sums, self.history = state["sums"], state["history"]
+        torch.set_rng_state(state["rng"])
+        if torch.cuda.is_available() and state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state_all(list(state["cuda_rng"]))
+        return self.step
+
+    def start_clock(self):
+        self.start = time.perf_counter()
+        self.base_elapsed = self.elapsed
+
+    def _clock(self):
+        return self.base_elapsed + time.perf_counter() - self.start
+
+    def train_step(self, x, y, loss_fn, metrics, grad_clip, log_every):
+        """One optimiser step on the batch ``(x, y)``; returns the step's values (loss and metrics)
+        and its record (``step``, ``epoch``, ``batch``, ``loss``)."""
+        model, opt = self.model, self.opt
+        opt.zero_grad(set_to_none=True)
+        out = _output(model(x))
+        loss = loss_fn(out, y)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            raise TypeError("train: loss_fn must return a scalar tensor")
+        loss.backward()
+        if grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        self.stepping = True
+        opt.step()
+        w = x.shape[0]
+        loss_value = float(loss.detach().item())
+        with torch.no_grad():
+            values = {"loss": loss_value, **{k: _number(fn(out.detach(), y)) for k, fn in metrics.items()}}
+        for k, v in values.items():
+            self.sums[k] = self.sums.get(k, 0.0) + v * w
+        self.sums["_count"] = self.sums.get("_count", 0.0) + w
+        self.step += 1
+        self.batch += 1
+        self.elapsed = self._clock()
+        record = {"step": self.step, "epoch": self.epoch + 1, "batch": self.batch, "loss": loss_value}
+        if log_every and self.step % log_every == 0:
+            self.history["steps"].append({"step": self.step, "epoch": self.epoch + 1, "loss": loss_value,
+                                          "time": round(self.elapsed, 3)})
+        self.stepping = False
+        return values, record
+
+    def epoch_record(self):
+        """The record of the epoch that just ended: its training averages (evaluations are added
+        by :func:`_evaluate_epoch`, the time by :meth:`end_epoch`)."""
+        count = self.sums.get("_count", 0.0) or 1.0
+        return {"epoch": self.epoch + 1, "step": self.step,
+                **{k: v / count for k, v in self.sums.items() if k != "_count"}}
+
+    def end_epoch(self, rec):
+        """Step the scheduler, close the record and advance the position in one go."""
+        self.stepping = True
+        if self.sched is not None:
+            self.sched.step()
+        self.elapsed = self._clock()
+        rec["time"] = round(self.elapsed, 3)
+        self.history["epochs"].append(rec)
+        self.epoch, self.batch, self.sums = self.epoch + 1, 0, {}
+        self.stepping = False
+
+    def snapshot(self):
+        return {
+            "format": CHECKPOINT_FORMAT, "signature": self.signature, "config": self.config or {},
+            "model": self.model.state_dict(), "optimizer": self.opt.state_dict(),
+            "scheduler": self.sched.state_dict() if self.sched is not None else None,
+            "epoch": self.epoch, "batch": self.batch, "step": self.step, "elapsed": self.elapsed,
+            "sums": dict(self.sums), "history": self.history, "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+        }
+
+    def write_metrics(self):
+        if self.metrics_file is not None:
+            os.makedirs(os.path.dirname(os.path.abspath(self.metrics_file)), exist_ok=True)
+            _atomic_write_json(self.metrics_file, {"config": self.config or {}, "signature": self.signature,
+                                                   **self.history})
+
+    def save(self):
+        if self.checkpoint is not None:
+            save_checkpoint(self.checkpoint, self.snapshot())
+        self.write_metrics()
