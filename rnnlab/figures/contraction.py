@@ -73,8 +73,9 @@ def slope_box(n_grid=81):
 
     fig = Figure(figsize=(8.4, 3.6))
     ax, ax2 = fig.add_axes((0.07, 0.15, 0.38, 0.75)), fig.add_axes((0.6, 0.15, 0.37, 0.75))
-    mesh = ax.contourf(D1, D2, rate, levels=14, cmap="Blues")
-    ax.contour(D1, D2, rate, levels=14, colors="white", linewidths=0.4)
+    mesh = ax.imshow(rate, origin="lower", extent=(0.0, 1.0, 0.0, 1.0), cmap="Blues", aspect="auto",
+                     interpolation="nearest")
+    ax.contour(D1, D2, rate, levels=8, colors="white", linewidths=0.5)
     cb = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.03)
     cb.set_label("rate λ(D) in the metric P", fontsize=8)
     for c, r in corner_rate.items():
