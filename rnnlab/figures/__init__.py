@@ -32,13 +32,6 @@ FIGURES = {
     "combo_net_blocks": (contraction.combo_net_blocks, "book/contraction/figures/combo_net_blocks.svg"),
     "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
     "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
-    "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
-    "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
-    "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
-    "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
-    "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
-    "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
-    "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
@@ -46,6 +39,11 @@ FIGURES = {
     "lds_companion_modal": (lds_figures.companion_modal, "book/lds/figures/companion_modal.svg"),
     "lds_paper_lds": (lds_figures.paper_lds, "book/lds/figures/paper_lds.svg"),
     "lds_ldstack_staircase": (lds_figures.ldstack_staircase, "book/lds/figures/ldstack_staircase.svg"),
+    "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
+    "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
+    "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
+    "memory_controller": (memory.controller, "book/memory/figures/controller.svg"),
+    "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""
