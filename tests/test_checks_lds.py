@@ -12,8 +12,8 @@ from rnnlab.checks import evaluate, exercises, get
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
-LABELS = ["ex-lds-bprime-2", "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime",
-          "ex-speed-per-step", "ex-speed-depth"]
+LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-h0",
+          "ex-ldstack-by-hand", "ex-copy-bprime"]
 
 
 def _cells(notebook):
@@ -81,12 +81,20 @@ def _divided_readout(model):
         return model.output_weights() / model.input_weights()[:, None]
 
 
-def _slope_of_end_points(T, seconds):
-    return (seconds[-1] - seconds[0]) / (T[-1] - T[0])
+def _modal_lds_no_real_part(theta, C, x):
+    from rnnlab import linear_scan
+
+    lam = torch.polar(torch.ones_like(theta), theta)
+    drive = x.to(torch.complex128).expand(-1, -1, theta.numel())
+    s = linear_scan(lam, drive)
+    return (s @ C).abs()                              # |C's'| instead of Re(C's')
 
 
-def _no_special_cases(t1, tk, k, t_lstm):
-    return 1 + (t_lstm - t1) / ((tk - t1) / (k - 1))
+def _delay_by_k_modes(k):
+    n = k                                             # k roots of unity: period k, not k + 1
+    j = torch.arange(n, dtype=torch.float64)
+    lam = torch.polar(torch.ones(n, dtype=torch.float64), 2 * torch.pi * j / n)
+    return lam, lam ** (-k) / n
 
 
 WRONG = {
@@ -94,8 +102,8 @@ WRONG = {
     "ex-ldstack-h0": (_h0_forgotten, 1, "expected [0, 1, 2, 3, 4], got [1, 2, 3, 4, 5]"),
     "ex-ldstack-by-hand": (_first_layer_only, 1, "entries differ"),
     "ex-copy-bprime": (_divided_readout, 1, "entries differ"),
-    "ex-speed-per-step": (_slope_of_end_points, 2, "values differ"),
-    "ex-speed-depth": (_no_special_cases, 4, "ZeroDivisionError"),
+    "ex-lds-scratch": (_modal_lds_no_real_part, 1, "entries differ"),
+    "ex-lds-delay": (_delay_by_k_modes, 1, "at lag 0"),
 }
 
 

@@ -2,9 +2,10 @@
 
 Each reference computes its answer with the package (``modal_input_weights``,
 ``LDStackExact`` and ``rnn_reference``, ``modal_stack_scan_ref``, the ``LDS``
-model's own ``input_weights``/``output_weights``); the two speed exercises
-are pure computations on timings, checked against NumPy and the formula of
-the chapter. Heavy imports stay inside the functions.
+model's own ``input_weights``/``output_weights``, the ``LDS`` itself for the
+modal LDS written from scratch); the delay line is checked by its impulse
+response, whatever eigenvalues the answer chooses. Heavy imports stay inside
+the functions.
 """
 import math
 
@@ -62,8 +63,111 @@ exercise(
     "ex-lds-bprime-2", notebook="lds/01_modal_form", name="two_mode_input_weights",
     signature="two_mode_input_weights(lam)",
     reference=_two_mode_reference, cases=_two_mode_cases,
+    difficulty=2,
     hint="V has the rows (1, 1) and (1/lam_1, 1/lam_2): V B' = e_1 is two linear "
          "equations in B'_1 and B'_2.")
+
+
+def _modal_lds_reference(theta, C, x):
+    import torch
+
+    from rnnlab.models import LDS
+
+    n, m = C.shape
+    model = LDS(1, n, m, eigenvalues="unit", conjugate_pairs=False, input_weights="ones",
+                readout="complex", use_D=False, bias=False).double()
+    with torch.no_grad():
+        model.theta.copy_(theta.reshape(1, n))
+        model.C_re.copy_(C.real)
+        model.C_im.copy_(C.imag)
+        return model(x)[0]
+
+
+def _modal_lds_cases():
+    import torch
+
+    def case(n, m, B, T, seed, show):
+        g = torch.Generator().manual_seed(seed)
+        theta = (torch.rand(n, generator=g, dtype=torch.float64) * 4 - 2) * math.pi
+        C = torch.complex(torch.randn(n, m, generator=g, dtype=torch.float64),
+                          torch.randn(n, m, generator=g, dtype=torch.float64))
+        x = torch.randn(B, T, 1, generator=g, dtype=torch.float64)
+        return Case((theta, C, x), show=show)
+
+    return [
+        case(1, 1, 1, 5, 0, "one mode, one output, one sequence of 5 steps"),
+        case(4, 2, 3, 20, 1, "4 modes, 2 outputs, a batch of 3 sequences of 20 steps"),
+        case(16, 10, 2, 200, 2, "16 modes, 10 outputs, 200 steps"),
+        case(8, 1, 5, 1, 3, "8 modes, sequences of a single step"),
+        case(32, 3, 1, 1000, 4, "32 modes, 1000 steps (|lambda| = 1: nothing fades)"),
+    ]
+
+
+exercise(
+    "ex-lds-scratch", notebook="lds/01_modal_form", name="modal_lds",
+    signature="modal_lds(theta, C, x)",
+    reference=_modal_lds_reference, cases=_modal_lds_cases, rtol=1e-8, atol=1e-8,
+    difficulty=2,
+    hint="lambda = exp(i theta); every mode is driven by the same input x_t (B' = 1); "
+         "the states are one diagonal linear recurrence over time; the output is the real "
+         "part of the states times C.")
+
+
+def _impulse_response(lam, C, steps):
+    """h_m = Re sum_j C_j lambda_j^m, m = 0 .. steps - 1 (the response to x_1 = 1, B' = 1)."""
+    import torch
+
+    lam = torch.as_tensor(lam, dtype=torch.complex128).reshape(-1)
+    C = torch.as_tensor(C, dtype=torch.complex128).reshape(-1)
+    m = torch.arange(steps, dtype=torch.float64)
+    return (C[:, None] * lam[:, None] ** m).sum(0).real
+
+
+def _delay_reference(k):
+    import torch
+
+    n = k + 1
+    j = torch.arange(n, dtype=torch.float64)
+    lam = torch.polar(torch.ones(n, dtype=torch.float64), 2 * math.pi * j / n)
+    return lam, lam ** (-k) / n
+
+
+def _delay_compare(got, expected):
+    import torch
+
+    try:
+        lam, C = got
+        lam = torch.as_tensor(lam, dtype=torch.complex128).reshape(-1)
+        C = torch.as_tensor(C, dtype=torch.complex128).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        return "expected a pair (lam, C) of complex tensors of the same length n"
+    if lam.shape != C.shape:
+        return f"lam has {lam.numel()} entries but C has {C.numel()}"
+    if bool((lam.abs() > 1 + 1e-9).any()):
+        return "an eigenvalue lies outside the unit circle (|lambda| > 1)"
+    k = expected[0].numel() - 1
+    h = _impulse_response(lam, C, 2 * k + 1)
+    want = torch.zeros(2 * k + 1, dtype=torch.float64)
+    want[k] = 1.0
+    err = (h - want).abs()
+    if bool((err > 1e-8).any()):
+        m = int(err.argmax())
+        return (f"the response to one impulse at step 1 is {h[m].item():.4g} at lag {m} "
+                f"(wanted {want[m].item():.0f}: 1 at lag {k}, 0 at every other lag up to {2 * k})")
+    return None
+
+
+def _delay_cases():
+    return [Case((k,), show=f"k = {k}") for k in (1, 2, 5, 10, 40)]
+
+
+exercise(
+    "ex-lds-delay", notebook="lds/01_modal_form", name="delay_line",
+    signature="delay_line(k)",
+    reference=_delay_reference, cases=_delay_cases, compare=_delay_compare, difficulty=2,
+    hint="with B' = 1 the response at lag m is Re sum_j C_j lambda_j^m: choose the "
+         "eigenvalues so that the powers lambda^m repeat, and C so that the sum over "
+         "modes cancels at every lag but k.")
 
 
 # ----------------------------------------------------------------- 02_ldstack
@@ -122,6 +226,7 @@ exercise(
     "ex-ldstack-h0", notebook="lds/02_ldstack", name="leading_exact_steps",
     signature="leading_exact_steps(stack, x, h0)",
     reference=_exact_steps_reference, cases=_exact_steps_cases, compare=_int_list,
+    difficulty=2,
     hint="start the RNN (rnn_reference) and every layer (layer_states) from the same h0, "
          "and count steps from t = 1 until the first step that differs by 1e-12 or more.")
 
@@ -161,6 +266,7 @@ exercise(
     "ex-ldstack-by-hand", notebook="lds/02_ldstack", name="second_layer",
     signature="second_layer(lam, drive)",
     reference=_second_layer_reference, cases=_second_layer_cases,
+    difficulty=2,
     hint="layer 1 is linear_scan(lam, drive); layer 2 scans the transitions "
          "modal_transitions(layer1, lam) over the same drive.")
 
@@ -201,65 +307,9 @@ exercise(
     "ex-copy-bprime", notebook="lds/03_copy_memory", name="folded_readout",
     signature="folded_readout(model)",
     reference=_folded_readout_reference, cases=_folded_readout_cases,
+    difficulty=2,
     hint="mode i contributes C'_i B'_i λ_i^(t-τ) u_τ: scale row i of model.output_weights() "
          "by entry i of model.input_weights().")
-
-
-# ----------------------------------------------------------------- 04_speed
-
-def _cost_per_step_reference(T, seconds):
-    import numpy as np
-
-    return float(np.polyfit(np.asarray(T, dtype=float), np.asarray(seconds, dtype=float), 1)[0])
-
-
-def _cost_per_step_cases():
-    return [
-        Case(([128, 256, 512, 1024], [0.001 + 2e-4 * t for t in (128, 256, 512, 1024)]),
-             show="T = [128, 256, 512, 1024], times exactly 1 ms + 0.2 ms per step"),
-        Case(([128, 256, 512, 1024, 2048], [0.0244, 0.0455, 0.104, 0.197, 0.417]),
-             show="T = [128, ..., 2048], measured times of a Python-loop RNN"),
-        Case(([100, 300], [0.5, 0.9]), show="two lengths: T = [100, 300], times [0.5, 0.9] s"),
-        Case(([64, 128, 256], [0.01, 0.01, 0.01]), show="equal times at every length"),
-        Case(([256, 128, 1024, 512], [0.0141, 0.00584, 0.0447, 0.0269]),
-             show="lengths not in order: T = [256, 128, 1024, 512]"),
-    ]
-
-
-exercise(
-    "ex-speed-per-step", notebook="lds/04_speed", name="cost_per_step",
-    signature="cost_per_step(T, seconds)",
-    reference=_cost_per_step_reference, cases=_cost_per_step_cases, rtol=1e-6, atol=1e-15,
-    hint="the slope b of the least-squares line seconds ≈ a + b T (np.polyfit(T, seconds, 1)).")
-
-
-def _break_even_reference(t1, tk, k, t_lstm):
-    if t_lstm <= t1:
-        return 1.0
-    c = (tk - t1) / (k - 1)                  # the cost of one further layer
-    if c <= 0:
-        return math.inf
-    return 1 + (t_lstm - t1) / c
-
-
-def _break_even_cases():
-    return [
-        Case((0.0232, 0.0322, 4, 0.1801), show="t1 = 23.2 ms, t4 = 32.2 ms, LSTM 180.1 ms"),
-        Case((0.0232, 0.0239, 2, 0.1801), show="t1 = 23.2 ms, t2 = 23.9 ms, LSTM 180.1 ms"),
-        Case((0.010, 0.040, 4, 0.030), show="t1 = 10 ms, t4 = 40 ms, LSTM 30 ms"),
-        Case((0.020, 0.020, 4, 0.100),
-             show="t1 = t4 = 20 ms (further layers free), LSTM 100 ms"),
-        Case((0.050, 0.080, 4, 0.040),
-             show="t1 = 50 ms, t4 = 80 ms, LSTM 40 ms (faster than the LDS)"),
-    ]
-
-
-exercise(
-    "ex-speed-depth", notebook="lds/04_speed", name="break_even_depth",
-    signature="break_even_depth(t1, tk, k, t_lstm)",
-    reference=_break_even_reference, cases=_break_even_cases,
-    hint="each further layer costs c = (tk - t1) / (k - 1); solve t1 + (depth - 1) c = t_lstm, "
-         "and mind the two special cases of the docstring.")
 
 
 # ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
@@ -313,20 +363,18 @@ def _folded_readout_hidden(rng):
                       generator=torch.Generator().manual_seed(_seed(rng))).double(),))]
 
 
-@hidden("ex-speed-per-step")
-def _cost_per_step_hidden(rng):
+@hidden("ex-lds-scratch")
+def _modal_lds_hidden(rng):
+    import torch
+
     cases = []
-    for n in (4, 6):
-        T = sorted(int(t) for t in rng.choice(range(64, 4097, 64), size=n, replace=False))
-        a, b = rng.uniform(1e-4, 1e-2), rng.uniform(1e-5, 1e-3)
-        cases.append(Case((T, [float(a + b * t) * rng.uniform(0.95, 1.05) for t in T])))
+    for n, m, B, T in ((6, 2, 2, 30), (10, 3, 1, 300)):
+        theta = torch.from_numpy(rng.uniform(-2 * math.pi, 2 * math.pi, n))
+        C = torch.from_numpy(rng.normal(size=(n, m)) + 1j * rng.normal(size=(n, m)))
+        cases.append(Case((theta, C, torch.from_numpy(rng.normal(size=(B, T, 1))))))
     return cases
 
 
-@hidden("ex-speed-depth")
-def _break_even_hidden(rng):
-    t1 = rng.uniform(0.01, 0.05)
-    k = int(rng.integers(2, 9))
-    tk = t1 + rng.uniform(0.001, 0.02) * (k - 1)
-    return [Case((float(t1), float(tk), k, float(t1 * rng.uniform(2, 8)))),
-            Case((float(t1), float(tk), k, float(t1 * rng.uniform(0.3, 0.9))))]
+@hidden("ex-lds-delay")
+def _delay_hidden(rng):
+    return [Case((int(k),)) for k in rng.choice(range(3, 60), size=2, replace=False)]
