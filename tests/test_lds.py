@@ -370,3 +370,13 @@ def test_every_initialisation_gives_finite_input_weights(eigenvalues, init, pair
 def test_input_weights_ones():
     m = LDS(2, 8, 1, input_weights="ones", generator=_gen(0))
     torch.testing.assert_close(m.input_weights(), torch.ones(8, dtype=torch.complex64))
+
+
+def test_the_modal_parameterisations_keep_their_import_path():
+    """rnnlab.models.modal holds the parameterisations; rnnlab.models.lds re-exports every one."""
+    import rnnlab.models.lds as lds_module
+    import rnnlab.models.modal as modal_module
+
+    for name in modal_module.__all__:
+        assert getattr(lds_module, name) is getattr(modal_module, name), name
+        assert name in lds_module.__all__, name
