@@ -41,7 +41,7 @@ CONFIG_KEYS = ("net", "modules", "module_size", "dataset", "order", "permute", "
                "batch_size", "lr", "weight_decay", "lr_steps", "lr_gamma", "alpha", "constraint", "blocks",
                "density", "scalar", "post_scalar", "activation", "form", "b_std", "metric", "seed", "num_train",
                "num_validation", "seq_len", "input_size", "num_classes", "trainable_parameters", "buffers",
-               "threads")
+               "threads", "euler_margin")
 EPOCH_KEYS = ("epoch", "step", "loss", "accuracy", "val_loss", "val_accuracy", "lr", "time")
 
 
