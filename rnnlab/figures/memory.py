@@ -164,7 +164,7 @@ def _memory_steps(kind):
     steps = example_steps(kind)
     col, group = 1.75, 5.6
     fig, ax = _canvas(11, 2.9, (-0.45, 3 * group - 0.2), (-0.95, 1.55))
-    end = "top" if kind == "stack" else "front (bottom row)"
+    end = "top" if kind == "stack" else "front"
     for k, st in enumerate(steps):
         x0 = k * group + 0.3
         n = k + 1
