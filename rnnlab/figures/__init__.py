@@ -53,14 +53,27 @@ SVG_RC = {"svg.hashsalt": "rnnlab", "svg.fonttype": "none", "svg.image_inline": 
 
 
 def render(name):
-    """The SVG text of the registered figure ``name``."""
+    """The SVG text of the registered figure ``name``.
+
+    Drawn with matplotlib's default settings plus :data:`SVG_RC` (whatever the
+    process set before), and with torch on one thread: a figure that computes
+    (a matrix product, the eigenvalues of a non-normal matrix) then gets the
+    same last bits, and the same SVG, on every machine and after any test."""
     import matplotlib
+    import torch
 
     function, _ = FIGURES[name]
-    with matplotlib.rc_context(SVG_RC):
-        fig = function()
-        buffer = io.StringIO()
-        fig.savefig(buffer, format="svg", metadata={"Date": None})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with matplotlib.rc_context():
+            matplotlib.rcdefaults()
+            matplotlib.rcParams.update(SVG_RC)
+            fig = function()
+            buffer = io.StringIO()
+            fig.savefig(buffer, format="svg", metadata={"Date": None})
+    finally:
+        torch.set_num_threads(threads)
     return buffer.getvalue()
 
 
