@@ -120,7 +120,8 @@ def test_every_declared_exercise_is_in_a_notebook():
 def test_the_reference_passes_and_wrong_answers_fail(label):
     ex = checks.get(label)
     result = checks.evaluate(label, ex.reference)
-    assert result.ok and 3 <= result.total <= 6, result.message
+    # A few small public cases: one for an answer worked by hand, up to ten cheap ones (checks run on Colab).
+    assert result.ok and 1 <= result.total <= 10, result.message
     assert result.message == f"{label}: passed, {result.total} of {result.total} cases"
     for wrong in (lambda *a, **k: None, lambda *a, **k: 0.123456, lambda *a, **k: "x"):
         result = checks.evaluate(label, wrong)
