@@ -40,6 +40,7 @@ LIVE = {
     "memory_widget": "from rnnlab.widgets import memory\nw = memory.memory_widget()",
     "backward_widget": "from rnnlab.widgets import memory\nw = memory.backward_widget()",
     "spectrum_widget": "from rnnlab.widgets import lowrank\nw = lowrank.spectrum_widget()",
+    "phase_widget": "from rnnlab.widgets import dynamics\nw = dynamics.phase_widget()",
 }
 
 # Voilà's "lab" template links Font Awesome's CSS from a CDN although its own bundle carries the same CSS
@@ -47,7 +48,7 @@ LIVE = {
 # this machine fails the test.
 VOILA_CDN_STUBS = {"https://cdn.jsdelivr.net/npm/@fortawesome/fontawesome-free@": ("text/css", "")}
 
-STARTUP_TIMEOUT = 180  # seconds: Voilà, a kernel, importing torch and numba, drawing eight figures
+STARTUP_TIMEOUT = 180  # seconds: Voilà, a kernel, importing torch and numba, drawing nine figures
 REDRAW_TIMEOUT = 60
 
 
@@ -264,7 +265,21 @@ def test_spectrum_widget_rank_and_sparsity_sliders_and_init_dropdown(live):
             readout=slider_readout(page, "spectrum_widget", 0))
     changes(page, "spectrum_widget", lambda: press_slider(page, "spectrum_widget", 1, "ArrowRight", times=4),
             readout=slider_readout(page, "spectrum_widget", 1))
-    assert readout_value(slider_readout(page, "spectrum_widget", 1)) == 0.2
+    # the sparsity slider opens at 0.5 (steps of 0.05): four steps right
+    assert readout_value(slider_readout(page, "spectrum_widget", 1)) == 0.7
     select = page.locator(f".{marker('spectrum_widget')} .widget-dropdown select").first
     changes(page, "spectrum_widget", lambda: select.select_option(label="glorot"))
+    assert not live.problems(), live.problems()
+
+
+def test_phase_widget_weight_slider_preset_dropdown_and_nonlinearity(live):
+    page = live.page
+    # w11, the first of the four weight sliders: the portrait is redrawn, the read-out moves
+    changes(page, "phase_widget", lambda: press_slider(page, "phase_widget", 0, "ArrowLeft", times=4),
+            readout=slider_readout(page, "phase_widget", 0))
+    select = page.locator(f".{marker('phase_widget')} .widget-dropdown select").first
+    labels = select.locator("option").all_inner_texts()
+    changes(page, "phase_widget", lambda: select.select_option(label=labels[-1]))
+    changes(page, "phase_widget",
+            lambda: page.locator(f".{marker('phase_widget')} .widget-toggle-buttons button").last.click())
     assert not live.problems(), live.problems()
