@@ -34,15 +34,23 @@ device = rnnlab.setup_notebook(seed=0)'''
 # rnnlab's requirements (pyproject.toml keeps its lower bounds at or below Colab's versions).
 
 
-def repository_url(root="."):
-    """``repository.url`` from ``_config.yml`` (read without a YAML dependency)."""
-    text = (pathlib.Path(root) / "_config.yml").read_text()
-    block = re.search(r"^repository:\s*\n((?:[ \t]+.*\n?)+)", text, re.M)
-    if block:
-        m = re.search(r"^\s+url:\s*(\S+)", block.group(1), re.M)
+def config_value(root, block, key):
+    """``block.key`` of ``_config.yml`` (read without a YAML dependency), or None."""
+    text = (pathlib.Path(root) / "_config.yml").read_text(encoding="utf8")
+    found = re.search(rf"^{block}:\s*\n((?:[ \t]+.*\n?)+)", text, re.M)
+    if found:
+        m = re.search(rf"^\s+{key}:\s*(\S+)", found.group(1), re.M)
         if m:
             return m.group(1).strip("'\"")
-    raise ValueError("_config.yml has no repository.url")
+    return None
+
+
+def repository_url(root="."):
+    """``repository.url`` from ``_config.yml``."""
+    url = config_value(root, "repository", "url")
+    if url is None:
+        raise ValueError("_config.yml has no repository.url")
+    return url
 
 
 def setup_cell_source(url):

@@ -297,13 +297,12 @@ class BookIndex:
 
 def online_url(root="."):
     """``html.baseurl`` of ``_config.yml``: where the online book lives."""
-    text = (pathlib.Path(root) / "_config.yml").read_text(encoding="utf8")
-    block = re.search(r"^html:\s*\n((?:[ \t]+.*\n?)+)", text, re.M)
-    if block:
-        m = re.search(r"^\s+baseurl:\s*(\S+)", block.group(1), re.M)
-        if m:
-            return m.group(1).strip("'\"")
-    raise ValueError("_config.yml has no html.baseurl (the online book's address)")
+    from .maintenance import config_value
+
+    url = config_value(root, "html", "baseurl")
+    if url is None:
+        raise ValueError("_config.yml has no html.baseurl (the online book's address)")
+    return url
 
 
 def plain_title(markdown):

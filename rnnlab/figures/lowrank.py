@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import Rectangle
+
+from .scans import _arrow, _canvas
+from .scans import _box as _scans_box
 
 __all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "eigenvalue_clouds", "cfc_heads",
            "imitation_pipeline"]
@@ -31,27 +34,10 @@ _RED, _RED_FILL = "#a83232", "#f6dada"
 _GREY_FILL = "#f2f2f2"
 
 
-def _canvas(width, height, xlim, ylim):
-    fig = Figure(figsize=(width, height))
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_axis_off()
-    return fig, ax
-
-
-def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, **kw):
-    """A rounded box centred at (x, y) with centred text."""
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08",
-                                ec=ec, fc=fc, lw=lw, zorder=2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_INK, zorder=3,
-            linespacing=1.35, **kw)
-
-
-def _arrow(ax, start, end, *, color=_INK, lw=1.0, rad=0.0, ls="-"):
-    ax.annotate("", xy=end, xytext=start, zorder=1,
-                arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, ls=ls, shrinkA=0, shrinkB=0,
-                                mutation_scale=9, connectionstyle=f"arc3,rad={rad}"))
+def _box(*args, **kw):
+    """scans' rounded box, with this chapter's line spacing."""
+    kw.setdefault("linespacing", 1.35)
+    return _scans_box(*args, **kw)
 
 
 def _sample(n, rank, sparsity, seed):

@@ -13,8 +13,9 @@ sums of the pop's backward pass on the example of ``02_backward_dynamics``.
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import Rectangle
+
+from .scans import _arrow, _box, _canvas  # the drawing helpers the chapters share
 
 __all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWARD_S", "BACKWARD_U",
            "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",
@@ -53,28 +54,6 @@ def _num(x, digits=2):
     if text in ("-0", ""):
         text = "0"
     return text.replace("-", "−")
-
-
-def _canvas(width, height, xlim, ylim):
-    fig = Figure(figsize=(width, height))
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_axis_off()
-    return fig, ax
-
-
-def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, **kw):
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08",
-                                ec=ec, fc=fc, lw=lw, zorder=2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_INK, zorder=3,
-            linespacing=1.3, **kw)
-
-
-def _arrow(ax, start, end, *, color=_INK, lw=1.0, ls="-", rad=0.0):
-    ax.annotate("", xy=end, xytext=start, zorder=1,
-                arrowprops=dict(arrowstyle="-|>", color=color, lw=lw, ls=ls, shrinkA=0, shrinkB=0,
-                                mutation_scale=9, connectionstyle=f"arc3,rad={rad}"))
 
 
 # ------------------------------------------------------------------ the worked examples

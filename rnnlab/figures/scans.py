@@ -69,12 +69,12 @@ def _canvas(width, height, xlim, ylim):
     return fig, ax
 
 
-def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, **kw):
-    """A rounded box centred at (x, y) with centred text."""
+def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, linespacing=1.3, **kw):
+    """A rounded box centred at (x, y) with centred text (the chapters' schematics share it)."""
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08",
                                 ec=ec, fc=fc, lw=lw, zorder=2))
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_INK, zorder=3,
-            linespacing=1.3, **kw)
+            linespacing=linespacing, **kw)
 
 
 def _arrow(ax, start, end, *, color=_INK, lw=1.0, style="-|>", ls="-", rad=0.0):

@@ -48,6 +48,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import combo_modules as _combo_modules
 from .combo_modules import (  # the modules and their metrics (page 4 of the chapter), re-exported
     _square,
     _positive,
@@ -70,19 +71,9 @@ from .combo_modules import (  # the modules and their metrics (page 4 of the cha
 __all__ = [
     "SparseComboNet",
     "SVDComboNet",
-    "block_mask",
-    "feedback_matrix",
     "euler_feedback_limit",
-    "theorem1_matrix",
-    "theorem1_abscissa",
-    "theorem1_rate",
-    "metzler_diagonal_metric",
-    "lyapunov_metric",
-    "theorem1_module_metric",
-    "sample_theorem1_module",
-    "svd_module_weight",
-    "sparse_combo_net_num_params",
     "ACTIVATION_SLOPES",
+    *_combo_modules.__all__,
 ]
 
 #: Activations available to the combo nets, with their slope bound ``g``.

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..kernels import linear_scan
+from . import modal as _modal
 from .modal import (companion_matrix, complex_readout, log_polar_eigenvalues,  # noqa: F401
                     log_readout, modal_input_weights, modal_input_weights_naive,
                     modal_output_weights, monic_coefficients, random_root_eigenvalues,
@@ -28,19 +29,7 @@ from .modal import (companion_matrix, complex_readout, log_polar_eigenvalues,  #
 
 __all__ = [
     "LDS",
-    "companion_matrix",
-    "monic_coefficients",
-    "vandermonde_modes",
-    "modal_input_weights",
-    "modal_input_weights_naive",
-    "modal_output_weights",
-    "unit_modulus_eigenvalues",
-    "log_polar_eigenvalues",
-    "with_conjugates",
-    "uniform_angles",
-    "random_root_eigenvalues",
-    "complex_readout",
-    "log_readout",
+    *_modal.__all__,
     "count_parameters",
     "parameter_breakdown",
     "EIGENVALUE_PARAMETERISATIONS",
