@@ -290,3 +290,45 @@ def test_strip_installs():
     assert all(line.lstrip().startswith("pass  #") for line in stripped[4:8])
     assert stripped[8] == source.split("\n")[8]
     compile("\n".join(stripped), "cell", "exec")
+
+
+def test_cache_slots_are_exclusive_and_seeded(tmp_path):
+    """Concurrent grading threads never share numba's cache folder (numba's cache is not
+    safe for two processes compiling into one folder); a new slot starts from the shared cache."""
+    import pathlib
+    import subprocess
+    import threading
+
+    from rnnlab.checks.grade.kernel import cache_slot, environment
+
+    base = tmp_path / "numba"
+    (base / "pkg").mkdir(parents=True)
+    (base / "pkg" / "f.nbi").write_text("index")
+    held, release, seen = threading.Barrier(3), threading.Event(), []
+
+    def worker():
+        with cache_slot(base) as folder:
+            seen.append((folder, environment(tmp_path, 2)["NUMBA_CACHE_DIR"]))
+            held.wait()
+            release.wait()
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    held.wait()
+    # another grade run (another process) meanwhile gets a third folder
+    code = ("import sys; from rnnlab.checks.grade.kernel import cache_slot\n"
+            f"with cache_slot({str(base)!r}) as f: print(f)")
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    release.set()
+    for t in threads:
+        t.join()
+    folders = sorted(str(f) for f, _ in seen)
+    assert [env for _, env in sorted(seen)] == folders
+    assert folders == [str(tmp_path / "numba-grade-0"), str(tmp_path / "numba-grade-1")]
+    assert other.stdout.strip() == str(tmp_path / "numba-grade-2")
+    assert all((pathlib.Path(f) / "pkg" / "f.nbi").read_text() == "index" for f in folders)
+    assert "NUMBA_CACHE_DIR" not in environment(tmp_path, 2) or \
+        environment(tmp_path, 2)["NUMBA_CACHE_DIR"] not in folders      # released after the with
+    with cache_slot(base) as again:                                     # a freed slot is reused
+        assert again == tmp_path / "numba-grade-0"

@@ -33,7 +33,7 @@ from pathlib import Path
 from .folder import (RANK, answers, collect, feedback, identify, load, plan, safe_name,  # noqa: F401
                      answers_table, table, weights, write_atomic)
 from .judge import Judge, default_seed, load_cases_file
-from .kernel import account, isolation, run, strip_installs  # noqa: F401
+from .kernel import account, cache_slot, isolation, run, strip_installs  # noqa: F401
 
 DESCRIPTION = """\
 Run each submitted notebook in a fresh kernel (a copy, without its install
@@ -138,11 +138,12 @@ def main(args):
 
     def grade_one(cells, nb):
         exs = exercises(nb)
-        execution = run(cells, exs, opts)
-        results, note, cell_errors = account(cells, exs, execution, opts)
-        for ex in exs:
-            if ex.label not in results:
-                results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
+        with cache_slot():                        # numba's cache: one folder per concurrent notebook
+            execution = run(cells, exs, opts)
+            results, note, cell_errors = account(cells, exs, execution, opts)
+            for ex in exs:
+                if ex.label not in results:
+                    results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
         return execution, results, note, cell_errors
 
     graded, errors, said = {s: {} for s in students}, {s: [] for s in students}, {s: {} for s in students}

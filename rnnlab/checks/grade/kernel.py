@@ -14,6 +14,8 @@ processes of their own and decides.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -22,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -106,10 +109,64 @@ def isolation():
     return ["unshare", "-rn"] if ok else []
 
 
+_SLOT = threading.local()
+MAX_SLOTS = 64
+
+
+def numba_cache_base():
+    """The numba cache the book's notebooks use (``$NUMBA_CACHE_DIR``, else rnnlab's)."""
+    from ..._cache import cache_dir
+    return Path(os.environ.get("NUMBA_CACHE_DIR") or cache_dir() / "numba")
+
+
+@contextlib.contextmanager
+def cache_slot(base=None):
+    """Hold a numba cache folder no other process of any ``grade`` run writes meanwhile.
+
+    numba's on-disk cache is not safe for two processes compiling into the same
+    folder at once: with ``--jobs 2`` on an empty cache two kernels compiling
+    the same kernel failed with ``no compiled object yet for <Library
+    'backward_block'>``. Each grading thread therefore claims a slot,
+    ``<base>-grade-<k>`` (an exclusive ``flock`` on its ``.lock``, released
+    when the thread is done or its process ends), and every process it starts
+    (the student's kernel, the candidates) compiles there. A new slot starts as
+    a copy of the shared cache, and slots are kept between runs, so only the
+    first run on a machine compiles. Inside the ``with``, :func:`environment`
+    sets ``NUMBA_CACHE_DIR`` to the slot; yields the slot's folder.
+    """
+    base = Path(base) if base is not None else numba_cache_base()
+    for k in range(MAX_SLOTS):
+        folder = base.with_name(f"{base.name}-grade-{k}")
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = open(folder / ".lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        try:
+            if not (folder / ".seeded").exists():
+                if base.is_dir():
+                    shutil.copytree(base, folder, dirs_exist_ok=True,
+                                    ignore=shutil.ignore_patterns(".lock", ".seeded"))
+                (folder / ".seeded").touch()
+            _SLOT.folder = folder
+            yield folder
+        finally:
+            _SLOT.folder = None
+            lock.close()                                   # closing releases the flock
+        return
+    raise RuntimeError(f"all {MAX_SLOTS} numba cache slots beside {base} are in use")
+
+
 def environment(tmp, jobs):
-    """The environment of a kernel or a candidate's process: offline, its own TMPDIR, its share of threads."""
-    return {**os.environ, **OFFLINE_ENV, "TMPDIR": str(tmp), "JUPYTER_RUNTIME_DIR": str(tmp),
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))}
+    """The environment of a kernel or a candidate's process: offline, its own TMPDIR, its share
+    of threads, and the numba cache slot of the calling thread (:func:`cache_slot`) if it holds one."""
+    env = {**os.environ, **OFFLINE_ENV, "TMPDIR": str(tmp), "JUPYTER_RUNTIME_DIR": str(tmp),
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))}
+    if getattr(_SLOT, "folder", None) is not None:
+        env["NUMBA_CACHE_DIR"] = str(_SLOT.folder)
+    return env
 
 
 def kill_group(pid):
