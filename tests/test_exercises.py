@@ -15,7 +15,7 @@ import re
 import pytest
 
 from rnnlab import book, checks
-from rnnlab.book import student as st
+from rnnlab.checks import student as st
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = book.notebooks(ROOT)

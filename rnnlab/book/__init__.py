@@ -12,10 +12,9 @@ the first code cell of every notebook installs rnnlab from that URL when it is
 missing (on Colab). After changing the URL in a fork, run ``sync-setup``.
 The editions (:mod:`rnnlab.book.editions`: the MyST converted by
 :mod:`rnnlab.book.myst`; the student edition without solutions, from
-:mod:`rnnlab.book.student`) are generated, never edited by hand; the
-repository keeps them in ``full/`` and ``student/``.
+:mod:`rnnlab.checks.student`, which belongs with the checks and the grading
+in the classroom package :mod:`rnnlab.checks`) are generated, never edited by
+hand; the repository keeps them in ``full/`` and ``student/``.
 """
 from .maintenance import (SETUP_MARKER, check, execute, notebooks, repository_url,  # noqa: F401
                           setup_cell_source, sync_setup, toc_files)
-from .student import (leaks, stale_student_notebooks, student_files,  # noqa: F401
-                      student_notebook, write_student_notebooks)

@@ -11,7 +11,7 @@ notebook ``book/<chapter>/<nb>.ipynb``:
   source hidden in JupyterLab, a form titled "Solution to Exercise N" in
   Colab), no outputs;
 * ``student/<chapter>/<nb>.ipynb``, the **student edition**: the same
-  conversion of the student notebook of :mod:`rnnlab.book.student` (no
+  conversion of the student notebook of :mod:`rnnlab.checks.student` (no
   solution anywhere; starters, checks, answer cells).
 
 The *Colab (full)* and *Colab (student)* buttons of every chapter page open
@@ -26,7 +26,7 @@ import pathlib
 
 from .maintenance import notebooks
 from .myst import BookIndex, Context, MystError, code_cell_figure, convert
-from .student import STUDENT_DIR, student_notebook
+from ..checks.student import STUDENT_DIR, leaks, student_notebook
 
 FULL_DIR = "full"
 EDITIONS = {"full": FULL_DIR, "student": STUDENT_DIR}
@@ -186,8 +186,6 @@ def edition_files(root=".", editions=("full", "student"), index=None):
 
 
 def _check_leaks(files):
-    from .student import leaks
-
     problems = []
     for (edition, rel), (text, removed, chapter) in files.items():
         if edition == "student":

@@ -10,7 +10,7 @@ repository, which Colab cannot render. This points it at the full edition
 ``sphinx.extra_extensions``.
 """
 from .editions import FULL_DIR
-from .student import STUDENT_DIR
+from ..checks.student import STUDENT_DIR
 
 
 def edition_url(chapter_url, folder):

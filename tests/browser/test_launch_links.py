@@ -9,7 +9,7 @@ import re
 from html.parser import HTMLParser
 
 from rnnlab import book
-from rnnlab.book import student as st
+from rnnlab.checks import student as st
 from rnnlab.book.launch import student_url
 
 from conftest import ROOT

@@ -17,10 +17,10 @@ import re
 import tempfile
 from pathlib import Path
 
+from ..student import ANSWER_TAG
 from .kernel import CHECKS, DEFINES
 
 RANK = {"passed": 5, "failed": 4, "not attempted": 3, "timeout": 2, "error": 1, "missing": 0}
-ANSWER_TAG = "exercise-answer"
 DEFAULT_DIFFICULTY = 2       # an exercise whose title has no stars yet counts as ★★
 ANSWER_HEAD = re.compile(r"^\s*\*\*Your answer \((?P<label>[\w-]+)\)[^*]*\*\*\s*(?:\*[^*]*\*)?", re.I)
 LABEL_LINE = re.compile(r"^\s*:label:\s*(?P<label>[\w-]+)\s*$", re.M)

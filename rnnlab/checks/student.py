@@ -1,31 +1,41 @@
-"""Student notebooks: the chapter notebooks with every solution removed.
+"""The student edition: the chapter notebooks with every solution removed.
 
 The chapter notebooks are the one source. Their exercises follow one
-convention (``book/teaching.md`` shows it to teachers):
+convention (``book/teaching.md`` shows it to teachers; CONTRIBUTING.md to
+authors):
 
 * the exercise text, in a markdown ``{exercise}`` directive with a label;
-* for a code exercise, a **starter** cell tagged ``exercise-starter``: the
-  signature to fill in, whose body raises ``NotImplementedError``;
+* for a code exercise, a **starter** cell tagged ``exercise-starter``
+  (:data:`STARTER_TAG`): the signature to fill in, whose body raises
+  ``NotImplementedError``;
 * the solution, either a ``{solution}`` directive (prose) or a gated
   ``{solution-start}`` ... ``{solution-end}`` pair whose cells in between
   (text and code) are the solution;
-* for a code exercise, a **check** cell tagged ``exercise-check``:
-  ``check("<label>", <function>)`` from :mod:`rnnlab.checks`.
+* for a code exercise, a **check** cell tagged ``exercise-check``
+  (:data:`CHECK_TAG`): ``check("<label>", <function>)`` from
+  :mod:`rnnlab.checks`, whose declaration of the label is in
+  ``rnnlab/checks/<chapter>.py``.
 
 :func:`student_notebook` turns a chapter notebook into its student version:
 solution directives and every cell between a gated pair are removed, a prose
-exercise gets an empty answer cell where its solution was, every output and
-execution count is cleared, a code exercise gets an answer cell after its
-check (for the questions it asks in words), cell metadata is reduced to tags, notebook
+exercise gets an empty answer cell (tagged ``exercise-answer``,
+:data:`ANSWER_TAG`) where its solution was, every output and execution count
+is cleared, a code exercise gets an answer cell after its check (for the
+questions it asks in words), cell metadata is reduced to tags, notebook
 metadata to the kernel's, and attachments no remaining text uses are dropped.
 :func:`leaks` lists whatever of a solution (or any output) is still in a
-student notebook; the tests run it on every generated notebook.
+student notebook; the tests run it on every generated notebook. The grader
+(:mod:`rnnlab.checks.grade`) reads the answer cells back for the teacher.
 
-:mod:`rnnlab.book.editions` converts the MyST of these notebooks into the
-Markdown that Jupyter and Colab render and writes them, the student edition,
-into ``student/`` (the folder the book's "Colab (student)" launch button
-opens; ``python -m rnnlab.book editions``), beside the full edition in
-``full/``; a test checks that both folders are current.
+Only the standard library at import time. The Markdown the student edition is
+written in comes from the converter the full edition uses too:
+:mod:`rnnlab.book.editions` (with :mod:`rnnlab.book.myst`) converts these
+notebooks and writes them into ``student/`` (the folder the book's "Colab
+(student)" launch button opens; ``python -m rnnlab.book editions``), beside
+the full edition in ``full/``; a test checks that both folders are current.
+:func:`student_files`, :func:`write_student_notebooks` and
+:func:`stale_student_notebooks` are the student half of that, imported from
+there when called.
 """
 from __future__ import annotations
 
@@ -33,8 +43,6 @@ import copy
 import json
 import pathlib
 import re
-
-from .maintenance import notebooks
 
 STUDENT_DIR = "student"
 STARTER_TAG = "exercise-starter"
@@ -264,7 +272,7 @@ def student_files(root="."):
     notebook)}`` for every chapter notebook: the student edition
     (:mod:`rnnlab.book.editions`: this module's student notebook with its
     MyST converted), as :func:`write_student_notebooks` would write it."""
-    from .editions import edition_files
+    from ..book.editions import edition_files
 
     return {rel: v for (_, rel), v in edition_files(root, ("student",)).items()}
 
@@ -295,6 +303,6 @@ def write_student_notebooks(out, root="."):
 
 def stale_student_notebooks(root="."):
     """Problems with the committed ``student/`` folder: missing, stale or extra files."""
-    from .editions import stale_editions
+    from ..book.editions import stale_editions
 
     return stale_editions(root, ("student",))
