@@ -3,14 +3,17 @@ Colab with a GPU make sure numba-cuda matches torch's CUDA; and
 :func:`book_file`, which finds the book's committed data files wherever a
 notebook runs (in a checkout, or alone on Colab).
 
-The first cell of every notebook is::
+The first cell of every notebook (``SETUP_TEMPLATE`` in
+:mod:`rnnlab.book.maintenance`, written by ``python -m rnnlab.book sync-setup``)
+is, in short::
 
     try:
-        import rnnlab
+        from rnnlab import setup_notebook
     except ImportError:  # Colab, or any kernel without rnnlab: install it
-        %pip install -q "rnnlab @ git+<repository url from _config.yml>"
-        import rnnlab
-    rnnlab.setup_notebook()
+        %pip install "rnnlab @ git+<repository url from _config.yml>[@<the term's tag>]"
+        ...
+    import rnnlab
+    device = rnnlab.setup_notebook(seed=0)
 """
 import importlib
 import importlib.metadata

@@ -1,9 +1,10 @@
-"""``python -m rnnlab.book sync-setup | check | execute NB... | editions | student OUT/ | lint [PATH...]``."""
+"""``python -m rnnlab.book sync-setup [--ref REF | --unpin] | check | execute NB... | editions |
+student OUT/ | lint [PATH...]``."""
 import argparse
 import sys
 
 from . import __doc__ as DOC
-from .maintenance import check, execute, notebooks, sync_setup
+from .maintenance import KEEP, RefDisagreement, check, check_ref, execute, notebooks, sync_setup
 
 
 def main(argv=None):
@@ -15,9 +16,31 @@ def main(argv=None):
                         help="execute: the notebooks to run; student: the output folder; "
                              "lint: notebooks or chapter folders (default: all)")
     parser.add_argument("--root", default=".", help="repository root (where _config.yml is)")
+    pin = parser.add_mutually_exclusive_group()
+    pin.add_argument("--ref", metavar="REF",
+                     help="sync-setup: pin rnnlab at this git tag, branch or commit for the term "
+                          "(the install line becomes \"rnnlab @ git+URL@REF\"); without --ref "
+                          "sync-setup keeps the ref the notebooks carry")
+    pin.add_argument("--unpin", action="store_true",
+                     help="sync-setup: remove the pinned ref (install from the default branch)")
     args = parser.parse_args(argv)
+    if (args.ref is not None or args.unpin) and args.command != "sync-setup":
+        parser.error("--ref and --unpin go with sync-setup")
     if args.command == "sync-setup":
-        for path in sync_setup(args.root):
+        ref = None if args.unpin else KEEP
+        if args.ref is not None:
+            try:
+                ref = check_ref(args.ref)
+            except ValueError as exc:
+                parser.error(str(exc))
+        try:
+            changed = sync_setup(args.root, ref)
+        except RefDisagreement as exc:
+            print(f"python -m rnnlab.book sync-setup: {exc}", file=sys.stderr)
+            return 2
+        except ValueError as exc:
+            parser.error(str(exc))
+        for path in changed:
             print(f"rewrote {path}")
         return 0
     if args.command == "execute":

@@ -9,8 +9,13 @@ missing (on Colab). After changing the URL in a fork, run::
     python -m rnnlab.book check           # what the test suite checks
     python -m rnnlab.book execute NB...   # re-execute notebooks in place, as the book build does
 
-``check`` also verifies that every notebook is listed in ``_toc.yml`` and is
-stored executed."""
+A teacher pins one version of rnnlab for a term with
+``sync-setup --ref TAG``: the install line becomes
+``%pip install "rnnlab @ git+URL@TAG"``. A plain ``sync-setup`` keeps the ref
+the notebooks carry (and stops if they disagree); ``sync-setup --unpin``
+removes it. ``check`` accepts a pinned first cell when every notebook carries
+the same ref; it also verifies that every notebook is listed in ``_toc.yml``
+and is stored executed."""
 import json
 import pathlib
 import re
@@ -22,7 +27,7 @@ try:
     from rnnlab import setup_notebook  # fails too on an uninstall's leftover folder
 except ImportError:
     %env PIP_DISABLE_PIP_VERSION_CHECK=1
-    %pip install "rnnlab @ git+{url}"
+    %pip install "rnnlab @ git+{url}{at_ref}"
     import importlib, sys
     for name in [m for m in sys.modules if m == "rnnlab" or m.startswith("rnnlab.")]:
         del sys.modules[name]
@@ -53,9 +58,62 @@ def repository_url(root="."):
     return url
 
 
-def setup_cell_source(url):
-    """The exact source of the first code cell of every notebook."""
-    return SETUP_TEMPLATE.format(marker=SETUP_MARKER, url=url)
+def setup_cell_source(url, ref=None):
+    """The exact source of the first code cell of every notebook: it installs
+    rnnlab from ``url``, at the git ref ``ref`` (a tag, branch or commit) if given."""
+    at_ref = "" if ref is None else "@" + check_ref(ref)
+    return SETUP_TEMPLATE.format(marker=SETUP_MARKER, url=url, at_ref=at_ref)
+
+
+_REF_CHARS = re.compile(r"[A-Za-z0-9._/+-]+")
+
+
+def check_ref(ref, what="--ref"):
+    """``ref`` if it is a git ref that can follow ``@`` in the install line, else
+    ValueError (its message starts with ``what`` and the ref).
+
+    Stricter than ``git check-ref-format``: letters, digits and ``. _ / + -``
+    only (no space, quote, ``@``, ``#``, ``%`` or shell character, which the
+    quoted pip requirement or its URL would misread), no leading ``-``, no
+    ``..``, no empty, leading-dot or ``.lock`` component, no trailing ``.``."""
+    why = None
+    if not isinstance(ref, str) or not ref:
+        why = "it is empty"
+    elif not _REF_CHARS.fullmatch(ref):
+        bad = sorted({c for c in ref if not _REF_CHARS.fullmatch(c)})
+        why = "it contains " + " ".join(repr(c) for c in bad)
+    elif ref.startswith("-"):
+        why = "it starts with '-'"
+    elif ".." in ref:
+        why = "it contains '..'"
+    elif ref.endswith(".") or any(not part or part.startswith(".") or part.endswith(".lock")
+                                  for part in ref.split("/")):
+        why = "a part is empty, starts with '.', or ends with '.' or '.lock'"
+    if why:
+        raise ValueError(f"{what} {ref!r} is not a git ref that rnnlab can pin: {why} "
+                         f"(use a tag, branch or commit such as term-2026 or v0.1.0)")
+    return ref
+
+
+_INSTALL = re.compile(r'^\s*%pip install "rnnlab @ git\+(?P<spec>[^"]*)"\s*$', re.M)
+
+
+def _split_ref(spec):
+    """``(url, ref)`` of a ``git+`` requirement's URL, as pip splits it: the
+    ref follows the last ``@`` of the path (an ``@`` in the host part is a user)."""
+    scheme, sep, rest = spec.partition("://")
+    host, slash, path = rest.partition("/")
+    if sep and slash and "@" in path:
+        path, ref = path.rsplit("@", 1)
+        return f"{scheme}://{host}/{path}", ref
+    return spec, None
+
+
+def pinned_ref(source):
+    """The git ref the install line of setup cell ``source`` pins, or None
+    (no pin, or no install line in the template's form)."""
+    m = _INSTALL.search(source)
+    return _split_ref(m.group("spec"))[1] if m else None
 
 
 def notebooks(root="."):
@@ -71,10 +129,61 @@ def _first_code_cell(nb):
     return None
 
 
-def sync_setup(root="."):
-    """Rewrite the first code cell of every notebook from ``_config.yml``; return the files changed."""
-    source = setup_cell_source(repository_url(root))
-    changed = []
+class RefDisagreement(ValueError):
+    """The notebooks' setup cells pin different refs (or some pin one and some none)."""
+
+
+def carried_refs(root="."):
+    """``{ref or None: [notebook paths]}``: the ref each notebook's setup cell pins."""
+    refs = {}
+    for path in notebooks(root):
+        cell = _first_code_cell(json.loads(path.read_text()))
+        if cell is not None and "".join(cell["source"]).startswith(SETUP_MARKER):
+            refs.setdefault(pinned_ref("".join(cell["source"])), []).append(path)
+    return refs
+
+
+def describe_refs(refs, root="."):
+    """One line per ref of :func:`carried_refs`: the ref and the notebooks that carry it."""
+    root = pathlib.Path(root)
+    most = max(refs.values(), key=len) if len(refs) > 1 else None
+    lines = []
+    for ref, paths in sorted(refs.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")):
+        if paths is most and len(paths) > 5:
+            names = f"the other {len(paths)} notebooks"
+        else:
+            names = ", ".join(str(p.relative_to(root)) for p in paths)
+        lines.append(f"  {'no pin' if ref is None else '@' + ref}: {names}")
+    return "\n".join(lines)
+
+
+def current_ref(root="."):
+    """The ref every notebook's setup cell pins (None: none pins one); RefDisagreement
+    if they differ."""
+    refs = carried_refs(root)
+    if len(refs) > 1:
+        raise RefDisagreement("the notebooks' setup cells pin different versions of rnnlab:\n"
+                              + describe_refs(refs, root)
+                              + "\nchoose one: python -m rnnlab.book sync-setup --ref REF "
+                              "(or --unpin)")
+    return next(iter(refs), None)
+
+
+KEEP = object()     # sync_setup(ref=KEEP): the ref the notebooks carry
+
+
+def sync_setup(root=".", ref=KEEP):
+    """Rewrite the first code cell of every notebook from ``_config.yml``; return the files changed.
+
+    ``ref``: the git ref to pin (a tag for the term), None to unpin, or by
+    default the ref the notebooks already carry (RefDisagreement if they do
+    not agree: nothing is written)."""
+    if ref is KEEP:
+        ref = current_ref(root)
+        if ref is not None:
+            check_ref(ref, "the notebooks pin")
+    source = setup_cell_source(repository_url(root), ref)
+    todo = []                      # every notebook is checked before any is written
     for path in notebooks(root):
         nb = json.loads(path.read_text())
         cell = _first_code_cell(nb)
@@ -83,9 +192,10 @@ def sync_setup(root="."):
         if not "".join(cell["source"]).startswith(SETUP_MARKER):
             raise ValueError(f"{path}: the first code cell is not the rnnlab setup cell")
         cell["source"] = source.splitlines(keepends=True)
+        todo.append((path, nb))
+    for path, nb in todo:
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-        changed.append(path)
-    return changed
+    return [path for path, _ in todo]
 
 
 def toc_files(root="."):
@@ -97,15 +207,30 @@ def toc_files(root="."):
 def check(root="."):
     """Problems with the book's notebooks, one string each (empty when all is well)."""
     root = pathlib.Path(root)
-    source = setup_cell_source(repository_url(root))
+    url = repository_url(root)
     listed = toc_files(root)
     problems = []
+    try:
+        current_ref(root)
+    except RefDisagreement as exc:
+        problems.append(str(exc))
     for path in notebooks(root):
         rel = path.relative_to(root)
         nb = json.loads(path.read_text())
         cell = _first_code_cell(nb)
-        if cell is None or "".join(cell["source"]) != source:
-            problems.append(f"{rel}: first code cell is not the setup cell (run python -m rnnlab.book sync-setup)")
+        source = "" if cell is None else "".join(cell["source"])
+        ref = pinned_ref(source)        # a pinned cell is the template with that ref
+        try:
+            if ref is not None:
+                check_ref(ref, "its setup cell pins")
+            expected = setup_cell_source(url, ref)
+        except ValueError as exc:
+            problems.append(f"{rel}: {exc} "
+                            f"(run python -m rnnlab.book sync-setup --ref REF or --unpin)")
+        else:
+            if source != expected:
+                problems.append(f"{rel}: first code cell is not the setup cell "
+                                f"(run python -m rnnlab.book sync-setup)")
         if str(rel.with_suffix("")) not in listed:
             problems.append(f"{rel}: not listed in _toc.yml")
         for n, c in enumerate(nb["cells"], 1):
