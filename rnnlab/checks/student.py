@@ -50,7 +50,7 @@ CHECK_TAG = "exercise-check"
 ANSWER_TAG = "exercise-answer"
 
 _FENCE_OPEN = re.compile(r"^\s*(?P<fence>`{3,}|:{3,})\s*\{(?P<name>[\w-]+)\}\s*(?P<arg>\S*)")
-_CHECK_CALL = re.compile(r"""check\(\s*["']([\w-]+)["']""")
+CHECK_CALL = re.compile(r"""check\(\s*["']([\w-]+)["']""")   # the labels a cell checks
 _ATTACHMENT_REF = re.compile(r"attachment:([^)\s\"'>]+)")
 
 NOTE = """\
@@ -171,7 +171,7 @@ def checked_labels(nb):
     labels = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
-            labels += _CHECK_CALL.findall(_source(cell))
+            labels += CHECK_CALL.findall(_source(cell))
     return labels
 
 
@@ -192,7 +192,7 @@ def student_notebook(nb, source="the chapter"):
                 continue
             cells.append(_clean_code_cell(cell))
             if CHECK_TAG in cell.get("metadata", {}).get("tags", []):
-                for label in _CHECK_CALL.findall(_source(cell)):
+                for label in CHECK_CALL.findall(_source(cell)):
                     cells.append(_markdown_cell(ANSWER_CODE.format(label=label), tags=[ANSWER_TAG]))
             continue
         if kind == "raw":

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 from . import worker
+from ..student import CHECK_CALL as CHECKS
 from .candidate import GUARD, OFFLINE_ENV
 
 PRELUDE_TAG, EXPORT_TAG = "rnnlab-grade-prelude", "rnnlab-grade-export"
@@ -36,7 +37,6 @@ INSTALL = re.compile(r"^(?P<indent>[ \t]*)(?:[!%][ \t]*(?:pip3?|conda|mamba|micr
                      r"|(?:python3?[ \t]+-m[ \t]+)?pip3?[ \t]+install\b"
                      r"|![ \t]*python3?[ \t]+-m[ \t]+pip\b)")
 DEFINES = re.compile(r"^[ \t]*def[ \t]+(\w+)[ \t]*\(", re.M)
-CHECKS = re.compile(r"""check\(\s*["']([\w-]+)["']""")
 MAX_EXPORT = 256 << 20                  # bytes of one exported function read back
 
 PRELUDE = "# rnnlab grade: the network is off while grading\n" + GUARD
