@@ -173,6 +173,32 @@ def test_euler_margin_keeps_every_euler_step_contracting_for_any_B(cls):
     assert torch.allclose(net.feedback(), th.feedback_matrix(net.B(), net.metric_diag().to(net.B().dtype)))
 
 
+def test_svd_euler_margin_leaves_the_feedback_room_at_any_module_weights():
+    """The SVD net's modules train up to ||W_M|| -> 1/g, which alone would use up the Euler step's
+    room (alpha g K >= alpha - margin): with euler_margin they are scaled to a share of it."""
+    from rnnlab.models.combo import euler_feedback_limit
+
+    torch.manual_seed(0)
+    net = SVDComboNet(1, [8, 8, 8], 3, euler_margin=0.01)
+    plain = SVDComboNet(1, [8, 8, 8], 3)
+    with torch.no_grad():
+        for p in list(net.sigma_raw) + list(plain.sigma_raw):
+            p.zero_()                                     # Sigma at its ceiling, exp(-1e-3) / g
+        net.b_free.mul_(300.0)
+    assert float(plain.modules_norm_in_metric()) > 0.99  # the paper's ceiling: no room at margin 0.01
+    with pytest.raises(ValueError, match="no feedback"):
+        euler_feedback_limit(0.1, 1.0, float(plain.modules_norm_in_metric()), 0.01)
+    K = float(net.modules_norm_in_metric())
+    assert K < 0.5 * (0.1 - 0.01) / 0.1 and K > 0.44
+    report = th.combo_net_report(net, samples=8, visited=0)
+    assert report["continuous_certified"]
+    assert report["euler_norm_bound"] <= 0.99 + 1e-9 and report["euler_max_step_norm"] <= 0.99 + 1e-9
+    with pytest.raises(ValueError, match="below alpha"):
+        SVDComboNet(1, [8], 3, euler_margin=0.2)
+    with pytest.raises(ValueError, match="euler_module_share"):
+        SVDComboNet(1, [8], 3, euler_margin=0.01, euler_module_share=1.0)
+
+
 def test_euler_margin_is_differentiable_and_needs_the_constraint():
     torch.manual_seed(0)
     net = SparseComboNet(1, [8, 8], 3, seed=0, euler_margin=0.01)

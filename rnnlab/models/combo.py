@@ -462,14 +462,31 @@ class SVDComboNet(_ComboNet):
     Initialisation: ``sigma_raw = 1`` as in E.3, ``B ~ N(0, b_std^2)``;
     ``log_phi = 0`` (``Phi = I``); the skew generators ``~ N(0, 1/size)`` (E.3
     starts them at the identity, whose skew part is 0, i.e. ``U = V = I``).
+
+    With ``euler_margin`` the modules train too, and their norm in the metric,
+    ``max Sigma``, can approach ``1/g``; at ``alpha = 0.1`` and margin 0.01 the
+    Euler step then has no room left for any feedback (``alpha g K`` must stay
+    below ``alpha - margin``: :func:`euler_feedback_limit` fails, as a run of
+    ours did at epoch 22). So the modules get a share of the step's room: each
+    ``W_i`` is scaled by ``euler_module_share * (alpha - margin) / alpha``, which
+    keeps ``alpha g K < euler_module_share * (alpha - margin)`` for every value of
+    the parameters and leaves the rest to the feedback (default share 0.5).
     """
 
     def __init__(self, input_size, hidden_sizes, output_size=None, *, activation="relu", alpha=0.1,
                  lower_only=True, form="x", readout="last", b_std=0.01, constraint="on",
-                 dtype=torch.float32, euler_margin=None):
+                 dtype=torch.float32, euler_margin=None, euler_module_share=0.5):
         super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
                          lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
                          constraint=constraint, euler_margin=euler_margin)
+        self.module_scale = 1.0
+        if self.euler_margin is not None:
+            if not 0 < float(euler_module_share) < 1:
+                raise ValueError(f"euler_module_share must be in (0, 1), got {euler_module_share}")
+            if not self.euler_margin < self.alpha:
+                raise ValueError(f"euler_margin ({self.euler_margin:g}) must be below alpha ({self.alpha:g}): "
+                                 f"a step contracts by at most 1 - alpha")
+            self.module_scale = float(euler_module_share) * (self.alpha - self.euler_margin) / self.alpha
         self.log_phi = nn.ParameterList()
         self.gen_u = nn.ParameterList()
         self.gen_v = nn.ParameterList()
@@ -482,9 +499,13 @@ class SVDComboNet(_ComboNet):
         self.certificate = self._check()
 
     def modules_weights(self):
-        """Per-module ``(W_i, Phi_i^2)`` from equation (19)."""
-        return [svd_module_weight(lp, gu, gv, sr, self.g)
-                for lp, gu, gv, sr in zip(self.log_phi, self.gen_u, self.gen_v, self.sigma_raw)]
+        """Per-module ``(W_i, Phi_i^2)`` from equation (19) (``W_i`` scaled by ``module_scale``, 1 without
+        ``euler_margin``)."""
+        pairs = [svd_module_weight(lp, gu, gv, sr, self.g)
+                 for lp, gu, gv, sr in zip(self.log_phi, self.gen_u, self.gen_v, self.sigma_raw)]
+        if self.module_scale == 1.0:
+            return pairs
+        return [(W * self.module_scale, m) for W, m in pairs]
 
     def recurrent_weight(self):
         return torch.block_diag(*[W for W, _ in self.modules_weights()])
