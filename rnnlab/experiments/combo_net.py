@@ -318,7 +318,8 @@ def add_arguments(parser):
     p.add_argument("--euler-margin", type=float, default=PAPER["euler_margin"],
                    help="keep the Euler map certified: rescale L so that every step contracts in M by at least "
                         "1 - margin, sqrt((1 - alpha)^2 + alpha^2 ||M^1/2 L M^-1/2||^2) + alpha g ||M^1/2 W M^-1/2|| "
-                        "<= 1 - margin (default: off, the paper's net)")
+                        "<= 1 - margin; the SVD net's trained modules are scaled to half of the step's room "
+                        "(SVDComboNet's euler_module_share) (default: off, the paper's net)")
     p.add_argument("--blocks", choices=("lower", "all"), default=PAPER["blocks"],
                    help="blocks of B that train: lower-triangular (the paper) or all off-diagonal "
                         "(default %(default)s)")
