@@ -150,6 +150,23 @@ def cfc_heads():
 
 # ------------------------------------------------------------------ 02_spectra
 
+def _eigenvalues(W1, W2, M, W):
+    """The eigenvalues of ``W``, computed so that the picture is the same on every machine.
+
+    LAPACK returns them in an order (and, for the zero eigenvalue of a low-rank
+    product, at positions of size about 1e-16) that changes with the CPU's
+    instructions; so they are sorted by value rounded to 1e-9, and an unmasked
+    low-rank ``W = W1 W2`` gets its r nonzero eigenvalues from the small r x r
+    matrix ``W2 W1`` (the same nonzero eigenvalues) and its n - r zeros as exact
+    zeros."""
+    if W2 is not None and bool((M == 1).all()):
+        nonzero = np.linalg.eigvals(W2 @ W1)
+        lam = np.concatenate([nonzero, np.zeros(W.shape[0] - len(nonzero))])
+    else:
+        lam = np.linalg.eigvals(W)
+    return lam[np.lexsort((np.round(lam.imag, 9), np.round(lam.real, 9)))]
+
+
 def eigenvalue_clouds():
     """The eigenvalues of four initial matrices (orthogonal init, n = 128): dense,
     sparse, low rank, low rank and sparse, each in the disk its law predicts:
@@ -165,13 +182,13 @@ def eigenvalue_clouds():
     axes = fig.subplots(1, 4, sharex=True, sharey=True)
     t = np.linspace(0, 2 * np.pi, 181)
     for ax, (rank, sp, radius, title, law) in zip(axes, panels):
-        lam = np.linalg.eigvals(_sample(n, rank, sp, ex["seed"])[3])
+        lam = _eigenvalues(*_sample(n, rank, sp, ex["seed"]))
         ax.fill(radius * np.cos(t), radius * np.sin(t), color=_ORANGE_FILL, lw=0)
         ax.plot(radius * np.cos(t), radius * np.sin(t), color=_ORANGE, lw=1.2, ls="--", label=law)
         ax.plot(np.cos(t), np.sin(t), color="#bbbbbb", lw=0.8)
         ax.scatter(lam.real, lam.imag, s=4, color=_BLUE, zorder=3, linewidths=0)
         rho = np.abs(lam).max()
-        zero = int((np.abs(lam) < 1e-9).sum())
+        zero = int((lam == 0).sum())
         if zero:
             ax.annotate(f"{zero} eigenvalues\nat 0", (0, 0), (0.45, 0.75), fontsize=7, ha="left",
                         arrowprops=dict(arrowstyle="-", color="#888888", lw=0.6))
