@@ -6,10 +6,20 @@ chapter, the kernels' launch constants), so the picture and the page cannot
 drift apart. :data:`FIGURES` registers each one with the SVG file it writes
 beside its chapter; a page includes that file with a ``{figure}`` directive.
 
-``python -m rnnlab.figures`` regenerates every SVG (``--check`` only reports
-the stale ones); ``tests/test_figures.py`` checks that the committed files
-are current. The output is deterministic: a fixed ``svg.hashsalt``, no date
-in the metadata, and text kept as text (``svg.fonttype = 'none'``).
+Each figure is saved twice beside its chapter: the SVG the online book
+shows, and a PNG of the same drawing (:func:`png_path`) that the notebook
+editions in ``full/`` and ``student/`` show (JupyterLab 4 does not render an
+SVG cell attachment and Colab renders no attachment at all; every notebook
+front end renders a PNG at a URL).
+
+``python -m rnnlab.figures`` regenerates every SVG and PNG (``--check`` only
+reports the stale ones); ``tests/test_figures.py`` checks that the committed
+files are current. The output is deterministic: a fixed ``svg.hashsalt``, no
+date in the metadata, plain text kept as text (``svg.fonttype = 'none'``,
+with the default font list that ends in the generic ``sans-serif``), and
+mathtext (``$...$``) drawn as paths: kept as text, mathtext names fonts no
+browser has (``cmsy10``, whose prime is the character "0"), so a reader saw
+s⁰ for s′.
 """
 from __future__ import annotations
 
@@ -20,7 +30,7 @@ from . import contraction, lowrank, scans
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
 
-__all__ = ["FIGURES", "render", "write", "stale"]
+__all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
 FIGURES = {
     "affine_steps": (scans.affine_steps, "book/scans/figures/affine_steps.svg"),
@@ -52,13 +62,63 @@ SVG_RC = {"svg.hashsalt": "rnnlab", "svg.fonttype": "none", "svg.image_inline": 
 """The rcParams that make the SVG output deterministic."""
 
 
-def render(name):
-    """The SVG text of the registered figure ``name``.
+PNG_DPI = 130
+"""Resolution of the PNGs of the editions (a 9-inch figure: about 1200 pixels wide)."""
+PNG_COLORS = 128
+"""The PNGs are quantized to a palette of this many colours (schematics have few): ~5x smaller."""
+
+
+def png_path(svg_rel):
+    """The PNG beside the SVG ``svg_rel`` (same folder, same name, ``.png``)."""
+    return str(pathlib.PurePosixPath(svg_rel).with_suffix(".png"))
+
+
+def _math_as_paths(fig):
+    """Make every text of ``fig`` that holds mathtext draw as paths in an SVG (the rest stays text)."""
+    import matplotlib
+    from matplotlib.cbook import is_math_text
+    from matplotlib.text import Text
+
+    def as_paths(draw):
+        def wrapper(renderer, *args, **kwargs):
+            with matplotlib.rc_context({"svg.fonttype": "path"}):
+                return draw(renderer, *args, **kwargs)
+        return wrapper
+
+    for text in fig.findobj(Text):
+        if is_math_text(text.get_text()):
+            text.draw = as_paths(text.draw)
+
+
+def _png_software():
+    import matplotlib
+    import PIL
+
+    return f"Matplotlib v{matplotlib.__version__}, Pillow v{PIL.__version__} (rnnlab.figures)"
+
+
+def _quantized_png(raw):
+    """``raw`` PNG bytes as a palette PNG (deterministic: no dithering, fixed method)."""
+    from PIL import Image, PngImagePlugin
+
+    image = Image.open(io.BytesIO(raw)).convert("RGB")
+    small = image.quantize(colors=PNG_COLORS, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Software", _png_software())
+    out = io.BytesIO()
+    small.save(out, format="PNG", optimize=True, pnginfo=info)
+    return out.getvalue()
+
+
+def render_both(name):
+    """``(svg text, png bytes)`` of the registered figure ``name``.
 
     Drawn with matplotlib's default settings plus :data:`SVG_RC` (whatever the
     process set before), and with torch on one thread: a figure that computes
     (a matrix product, the eigenvalues of a non-normal matrix) then gets the
-    same last bits, and the same SVG, on every machine and after any test."""
+    same last bits, and the same SVG, on every machine and after any test.
+    The PNG (:data:`PNG_DPI`, white background, a palette of :data:`PNG_COLORS`)
+    records the matplotlib and Pillow versions that wrote it."""
     import matplotlib
     import torch
 
@@ -70,30 +130,63 @@ def render(name):
             matplotlib.rcdefaults()
             matplotlib.rcParams.update(SVG_RC)
             fig = function()
+            _math_as_paths(fig)
             buffer = io.StringIO()
             fig.savefig(buffer, format="svg", metadata={"Date": None})
+            raw = io.BytesIO()
+            fig.savefig(raw, format="png", dpi=PNG_DPI, facecolor="white", metadata={"Software": None})
     finally:
         torch.set_num_threads(threads)
-    return buffer.getvalue()
+    return buffer.getvalue(), _quantized_png(raw.getvalue())
+
+
+def render(name):
+    """The SVG text of the registered figure ``name`` (:func:`render_both`)."""
+    return render_both(name)[0]
 
 
 def write(root=".", names=None):
-    """Write the SVG of every registered figure (or of ``names``) under ``root``;
+    """Write the SVG and PNG of every registered figure (or of ``names``) under ``root``;
     return the paths written."""
     written = []
     for name in names or FIGURES:
         path = pathlib.Path(root) / FIGURES[name][1]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(name))
-        written.append(path)
+        svg, png = render_both(name)
+        path.write_text(svg)
+        png_file = pathlib.Path(root) / png_path(FIGURES[name][1])
+        png_file.write_bytes(png)
+        written += [path, png_file]
     return written
 
 
 def stale(root="."):
-    """The names of the registered figures whose committed SVG is missing or differs."""
+    """The names of the registered figures whose committed SVG or PNG is missing or differs
+    (the PNG: byte for byte when it was written by this matplotlib and Pillow, else in size)."""
     out = []
     for name, (_, rel) in FIGURES.items():
-        path = pathlib.Path(root) / rel
-        if not path.exists() or path.read_text() != render(name):
+        path, png_file = pathlib.Path(root) / rel, pathlib.Path(root) / png_path(rel)
+        if not path.exists() or not png_file.exists():
+            out.append(name)
+            continue
+        svg, png = render_both(name)
+        if path.read_text() != svg or not same_png(png_file.read_bytes(), png):
             out.append(name)
     return out
+
+
+def png_software(data):
+    """The ``Software`` text of PNG bytes ``data`` (who wrote it), or None."""
+    from PIL import Image
+
+    return Image.open(io.BytesIO(data)).info.get("Software")
+
+
+def same_png(committed, fresh):
+    """True when the committed PNG is the fresh one: equal bytes when both were written by the same
+    matplotlib and Pillow, else the same pixel size (another version rasterizes a little differently)."""
+    from PIL import Image
+
+    if png_software(committed) == png_software(fresh):
+        return committed == fresh
+    return Image.open(io.BytesIO(committed)).size == Image.open(io.BytesIO(fresh)).size
