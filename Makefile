@@ -12,7 +12,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks editions figures student \
+.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-fp editions figures student \
 	test-student \
 	test-browser test-gpu bench clean
 
@@ -30,7 +30,7 @@ book: $(STAMP)
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html"
 
-test: test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-browser test-student
+test: test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-fp test-browser test-student
 
 # RNNLAB_IPYWIDGETS_MAJOR: tests/test_widgets_compat.py asserts which ipywidgets was imported.
 test-unit: $(STAMP)
@@ -60,6 +60,23 @@ test-cudasim: $(STAMP)
 # Every chapter re-executed; cells tagged nbval-check-output must reproduce their stored output.
 test-notebooks: $(STAMP)
 	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
+		-p no:cacheprovider book
+
+# The same checks under another floating-point path, so that no checked output or committed figure
+# depends on the last bit of a float (CONTRIBUTING.md, "Checked outputs hold on every machine"): torch
+# without its vectorised kernels, numpy's OpenBLAS with an old x86 kernel, MKL limited to SSE4.2, numba
+# compiling for a generic CPU (no FMA, no wide vectors, into a cache folder of its own), one thread.
+# The schematics must come out byte for byte, every nbval-check-output cell must reproduce.
+# (OpenBLAS's and MKL's x86 kernels are chosen on x86-64 only; tools/fp_path.py fails when a variable set
+# here is not honoured.)
+FP_ENV := ATEN_CPU_CAPABILITY=default NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR=$(abspath $(VENV))/numba-cache-fp \
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
+	$(if $(filter x86_64,$(shell uname -m)),OPENBLAS_CORETYPE=Prescott MKL_ENABLE_INSTRUCTIONS=SSE4_2)
+
+test-fp: $(STAMP)
+	$(FP_ENV) $(PY) tools/fp_path.py
+	$(FP_ENV) $(PY) -m pytest -p no:cacheprovider -q tests/test_figures.py
+	$(FP_ENV) $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
 		-p no:cacheprovider book
 
 # The book built from the notebooks' stored outputs (execution off, warnings are errors) into a

@@ -118,3 +118,56 @@ def test_a_code_cell_figure_needs_alt_text():
     assert _rules(_nb(_cell("code", "plot()", meta=meta)))[0] == ["alt-text"]
     meta["mystnb"]["image"] = {"alt": "Two falling lines."}
     assert _rules(_nb(_cell("code", "plot()", meta=meta)))[0] == []
+
+
+SANITIZE = lint.sanitize_patterns(ROOT)
+
+
+def _checked(text, src="print(x)"):
+    return _cell("code", src, tags=["nbval-check-output"], outputs=[_out(text)])
+
+
+@pytest.mark.parametrize("text", [
+    "largest difference 5.6e-17\n",               # roundoff digits the sanitizer does not mask here
+    "sigma_1771 is below 5e-16 sigma_1\n",        # a computed tiny bound
+    "the two agree: 0e+00\n",                     # a computed zero, 1e-16 elsewhere
+    "the kernel's error 2.3e-05\n",               # a measured error in scientific notation
+    "0.1 + 0.2 = 0.30000000000000004\n",          # full repr precision
+])
+def test_a_checked_output_that_prints_roundoff_is_flagged(text):
+    problems, _ = lint.lint_notebook(_nb(_checked(text)), "book/x/y.ipynb")
+    assert [p.rule for p in problems] == ["roundoff"], problems
+
+
+@pytest.mark.parametrize("text", [
+    "numerical rank (singular values above 1e-12 sigma_1): 1770\n",   # a threshold, mantissa 1
+    "every singular value past the 1770th is below 1e-14 sigma_1\n",
+    "0.99 ** 2000 = 1.864e-09\n",                                       # a value, not roundoff
+    "beta in P: +1.8733, rate 0.0491094\n",
+    "T = 2000: baseline cross-entropy 0.01029 nats per step\n",
+])
+def test_a_checked_output_that_states_facts_passes(text):
+    assert _rules(_nb(_checked(text)))[0] == []
+
+
+def test_a_measured_difference_is_masked_for_nbval_and_needs_its_assertion():
+    text = "the CPU kernel equals the reference, largest difference 3e-16\n"
+    assert "largest difference ROUNDOFF" in lint.sanitized(text, SANITIZE)
+    guarded = _checked(text, "gap = f()\nprint(gap)\nassert gap < 1e-12")
+    problems, _ = lint.lint_notebook(_nb(guarded), "book/x/y.ipynb", SANITIZE)
+    assert problems == []
+    problems, _ = lint.lint_notebook(_nb(_checked(text)), "book/x/y.ipynb", SANITIZE)
+    assert [p.rule for p in problems] == ["roundoff"] and "asserts no bound" in problems[0].message
+    # without nbval's sanitizer the digits themselves are the problem
+    problems, _ = lint.lint_notebook(_nb(guarded), "book/x/y.ipynb")
+    assert [p.rule for p in problems] == ["roundoff"] and "'3e-16'" in problems[0].message
+
+
+def test_roundoff_in_an_unchecked_cell_is_allowed():
+    cell = _cell("code", "print(gap)", outputs=[_out("largest difference 3e-16\n")])
+    assert _rules(_nb(cell))[0] == []
+
+
+def test_the_sanitizer_masks_only_the_measured_value():
+    masked = lint.sanitized("stack: largest difference 1e-16; queue 3 of 3 rows; took 2 s\n", SANITIZE)
+    assert masked == "stack: largest difference ROUNDOFF; queue 3 of 3 rows; took TIME\n"

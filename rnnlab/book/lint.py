@@ -14,7 +14,14 @@ For every chapter notebook:
   a non-empty alt text, every code cell shown as a figure (``mystnb.figure``) an
   ``mystnb.image.alt``;
 * **checks**: no printed output line that is a bare ``True``/``False`` verdict
-  (a check prints a sentence; a guard assertion lives in a ``remove-input`` cell).
+  (a check prints a sentence; a guard assertion lives in a ``remove-input`` cell);
+* **roundoff**: no cell whose output nbval compares (tagged
+  ``nbval-check-output``) prints digits that are rounding error, which differ
+  from one CPU to the next: a number in scientific notation that is 0 or below
+  1e-11 (a difference of 3e-16, a singular value at 5e-16 sigma_1), unless it
+  is a round power of ten (the threshold of "below 1e-12"); a difference or
+  error printed in scientific notation; a float with 12 or more significant
+  digits (see :func:`roundoff_numbers`).
 
 A cell is exempted from every rule by a reason in its metadata,
 ``{"rnnlab": {"lint-exempt": "why"}}``; the report lists the exemptions it
@@ -52,6 +59,66 @@ LOGISTICS = {
     "a process signal": re.compile(r"\bSIG(STOP|CONT|INT|KILL|TERM)\b"),
 }
 _BOOL_LINE = re.compile(r"(^|[:=]\s*)(True|False)\s*$")
+CHECKED_TAG = "nbval-check-output"
+ROUNDOFF_BELOW = 1e-11
+_SCI = re.compile(r"(?<![\w.])[-+]?(?P<mantissa>\d+(?:\.\d*)?|\.\d+)[eE](?P<exponent>[-+]?\d+)(?![\w.])")
+_LONG = re.compile(r"(?<![\w.])[-+]?(?:0\.0*)?(?P<digits>\d+\.?\d*)(?![\w.])")
+_MEASURED = re.compile(r"\b(difference|differences|error|errors|discrepancy|residual)\b", re.I)
+
+
+SANITIZE = "book/nbval_sanitize.cfg"
+MASKED = "ROUNDOFF"
+"""What ``book/nbval_sanitize.cfg``'s roundoff rule puts in place of a measured
+difference ("largest difference 3e-16" compares as "largest difference
+ROUNDOFF"): the value is printed for the reader, and its cell asserts its bound."""
+
+
+def sanitize_patterns(root="."):
+    """The ``(regex, replacement)`` pairs of the nbval sanitize file under ``root``
+    (the format nbval reads: ``regex:``/``replace:`` line pairs), or ``[]``."""
+    path = pathlib.Path(root) / SANITIZE
+    if not path.exists():
+        return []
+    return re.findall(r"^regex: (.*)$\n^replace: (.*)$", path.read_text(encoding="utf8"), flags=re.M)
+
+
+def sanitized(text, patterns):
+    """``text`` as nbval compares it after the sanitize ``patterns``."""
+    for regex, replace in patterns:
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def roundoff_numbers(text):
+    """The numbers of a checked output ``text`` that print rounding error, each as
+    ``(number, why)``: the digits of such a number change with the CPU's
+    instructions (vector width, FMA, BLAS kernel, thread count), so a checked
+    output must state the fact instead ("below 1e-12", "exactly 0", the rank).
+
+    * a number in scientific notation that is 0 (``0e+00``: a computed difference
+      that happened to be exactly 0 here) or below :data:`ROUNDOFF_BELOW` in
+      magnitude, unless its mantissa is 1 (``1e-15``, a threshold);
+    * a number in scientific notation on a line that reports a difference or an
+      error, unless its mantissa is 1;
+    * a float printed with 12 or more significant digits (``0.30000000000000004``).
+    """
+    found = []
+    for line in text.splitlines():
+        measured = bool(_MEASURED.search(line))
+        for m in _SCI.finditer(line):
+            mantissa = float(m.group("mantissa"))
+            value = mantissa * 10.0 ** int(m.group("exponent"))
+            if mantissa == 1:
+                continue
+            if value == 0 or abs(value) < ROUNDOFF_BELOW:
+                found.append((m.group(0), "a rounding-error magnitude"))
+            elif measured:
+                found.append((m.group(0), "the digits of a measured difference or error"))
+        for m in _LONG.finditer(_SCI.sub(" ", line)):
+            digits = m.group("digits").replace(".", "").lstrip("0")
+            if "." in m.group(0) and len(digits) >= 12:
+                found.append((m.group(0), "a float at full precision"))
+    return found
 
 
 @dataclasses.dataclass
@@ -73,6 +140,18 @@ def _source(cell):
 
 def _tags(cell):
     return cell.get("metadata", {}).get("tags", []) or []
+
+
+def _output_text(cell):
+    """The text nbval compares of a code cell: its streams and plain-text results."""
+    parts = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream":
+            parts.append("".join(out.get("text", "")))
+        elif "data" in out and "text/plain" in out["data"]:
+            data = out["data"]["text/plain"]
+            parts.append("".join(data) if isinstance(data, list) else data)
+    return "\n".join(parts)
 
 
 def exemption(cell):
@@ -159,9 +238,10 @@ def _exercise_titles(text):
     return found
 
 
-def lint_notebook(nb, name):
+def lint_notebook(nb, name, sanitize=()):
     """``(problems, exemptions)`` of one notebook: lists of :class:`Problem` and
-    ``(cell, reason)``."""
+    ``(cell, reason)``. ``sanitize``: nbval's ``(regex, replacement)`` pairs
+    (:func:`sanitize_patterns`), applied to checked outputs before the roundoff rule."""
     problems, exemptions = [], []
     cells = nb["cells"]
     code_seen = 0
@@ -179,6 +259,18 @@ def lint_notebook(nb, name):
             if figure is not None and not reason and not str(alt).strip():
                 problems.append(Problem(name, n, "alt-text", f"the figure {figure.get('name', '')} of this code "
                                         "cell has no alt text (metadata mystnb.image.alt)"))
+            if not reason and CHECKED_TAG in _tags(cell):
+                compared = sanitized(_output_text(cell), sanitize)
+                if MASKED in compared and not re.search(r"^\s*assert\b", text, re.M):
+                    problems.append(Problem(name, n, "roundoff", "the checked output prints a measured "
+                                            "difference that nbval does not compare (it reads "
+                                            f"{MASKED}), and the cell asserts no bound on it: add the "
+                                            "assertion"))
+                for number, why in roundoff_numbers(compared):
+                    problems.append(Problem(name, n, "roundoff", f"the checked output prints {number!r}, "
+                                            f"{why}, whose digits differ between CPUs: print the fact "
+                                            "('below 1e-12', 'exactly 0', a rank), or print the value in a "
+                                            "cell nbval does not compare, guarded by an assertion"))
             if reason or REPRODUCTION_TAG in _tags(cell) or "remove-input" in _tags(cell):
                 continue
             bools = [line for out in cell.get("outputs", []) if out.get("output_type") == "stream"
@@ -264,9 +356,10 @@ def lint(root=".", paths=None):
         if not selected:
             raise ValueError(f"no chapter notebook under {', '.join(map(str, paths))}")
     out = {}
+    patterns = sanitize_patterns(root)
     for path in selected:
         rel = path.relative_to(root).as_posix()
-        out[rel] = lint_notebook(json.loads(path.read_text(encoding="utf8")), rel)
+        out[rel] = lint_notebook(json.loads(path.read_text(encoding="utf8")), rel, patterns)
     return out
 
 
