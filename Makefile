@@ -33,7 +33,9 @@ book: $(STAMP)
 test: test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-fp test-browser test-student
 
 # RNNLAB_IPYWIDGETS_MAJOR: tests/test_widgets_compat.py asserts which ipywidgets was imported.
+# tests/ensure_bwrap.sh: bubblewrap, the sandbox of `python -m rnnlab grade` (apt-get when root, else a message).
 test-unit: $(STAMP)
+	sh tests/ensure_bwrap.sh
 	RNNLAB_IPYWIDGETS_MAJOR=8 $(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student --ignore=tests/gpu \
 		--ignore=tests/browser
 

@@ -37,6 +37,7 @@ DIFFICULTIES = {1: "★", 2: "★★", 3: "★★★"}
 
 _REGISTRY: dict[str, "Exercise"] = {}
 _RESULTS: dict[str, "CheckResult"] = {}
+_HINTS_SHOWN: dict[str, int] = {}        # per label: how many failing checks showed a hint (tiers)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,14 @@ class Exercise:
     hidden     ``hidden(rng) -> [Case, ...]``: cases that only ``python -m rnnlab
                grade`` runs, drawn with the NumPy generator ``rng`` (seeded by the
                teacher); None: the exercise has public cases only
+    answers    the package functions that compute the answer (``"module:name"``,
+               e.g. ``"rnnlab.theory:spectral_radius"``): while grading they raise
+               inside the candidate's process, as ``reference`` itself does
+    fixed      True when the answer does not depend on the student's input in a
+               way that hides it (a single fixed answer, e.g. a table to fill in
+               by hand): a failing case then never shows the expected value
+    hints      more hints, in tiers: a failing check shows ``hint`` first, and
+               the next one each further time it fails in the same kernel
     """
 
     label: str
@@ -91,6 +100,19 @@ class Exercise:
     atol: float = 1e-9
     difficulty: int | None = None
     hidden: Callable | None = None
+    answers: tuple = ()
+    fixed: bool = False
+    hints: tuple = ()
+
+    def blocked_names(self):
+        """``"module:name"`` of every function that computes the answer: the reference
+        (where it has a name) and :attr:`answers`; the grader makes them raise in the
+        candidate's process."""
+        ref = self.reference
+        qualname = getattr(ref, "__qualname__", "")
+        own = [f"{ref.__module__}:{qualname}"] if qualname and "<" not in qualname and getattr(
+            ref, "__module__", None) else []
+        return own + [n for n in self.answers if n not in own]
 
     def parameter_names(self):
         """The parameter names of ``signature`` (``"f(x, starts)"`` -> ``["x", "starts"]``)."""
@@ -131,7 +153,7 @@ class CheckResult:
 
 
 def exercise(label, *, notebook, name, signature, reference, cases, compare=None, hint="",
-             rtol=1e-6, atol=1e-9, difficulty=None, hidden=None):
+             rtol=1e-6, atol=1e-9, difficulty=None, hidden=None, answers=(), fixed=False, hints=()):
     """Declare (register) a code exercise; returns it. Labels are unique."""
     if label in _REGISTRY:
         raise ValueError(f"exercise {label!r} is declared twice")
@@ -139,7 +161,8 @@ def exercise(label, *, notebook, name, signature, reference, cases, compare=None
         raise ValueError(f"difficulty must be 1, 2, 3 or None, got {difficulty!r}")
     ex = Exercise(label=label, notebook=notebook, name=name, signature=signature,
                   reference=reference, cases=cases, compare=compare, hint=hint,
-                  rtol=rtol, atol=atol, difficulty=difficulty, hidden=hidden)
+                  rtol=rtol, atol=atol, difficulty=difficulty, hidden=hidden, answers=tuple(answers),
+                  fixed=fixed, hints=tuple(hints))
     _REGISTRY[label] = ex
     return ex
 
@@ -234,19 +257,33 @@ def close(got, expected, *, rtol=1e-6, atol=1e-9):
             return f"expected numbers, got an array of {g.dtype}"
         if e.dtype == bool or g.dtype == bool:
             return None if np.array_equal(g, e) else "values differ"
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             ok = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
         if ok.all():
             return None
         if e.ndim == 0:
-            return "values differ"
+            return "values differ" + _direction(g[()], e[()])
         first = tuple(int(i) for i in np.argwhere(~ok)[0])
-        return f"{int((~ok).sum())} of {ok.size} entries differ, first at index {first}"
+        return (f"{int((~ok).sum())} of {ok.size} entries differ, first at index {first}"
+                + _direction(g[first], e[first]))
     try:
         same = bool(got == expected)
     except Exception:   # noqa: BLE001 (a candidate's object may compare badly)
         same = False
     return None if same else "values differ"
+
+
+def _direction(got, expected):
+    """``" (too large)"``, ``" (too small)"``, ``" (not a number)"`` or ``""`` for one entry."""
+    try:
+        if np.iscomplexobj(got) or np.iscomplexobj(expected):
+            return " (not a number)" if np.isnan(got) else ""
+        got, expected = float(got), float(expected)
+    except (TypeError, ValueError, OverflowError):
+        return ""
+    if got != got:
+        return " (not a number)"
+    return " (too large)" if got > expected else " (too small)" if got < expected else ""
 
 
 def _kind(x):
@@ -322,13 +359,16 @@ def attempt(candidate, case):
         return "raised", _error_line(exc)
 
 
-def verdict(ex, cases, expected, attempts, hidden=0):
+def verdict(ex, cases, expected, attempts, hidden=0, hint_tier=None):
     """The :class:`CheckResult` of exercise ``ex`` from its cases, the reference's
     answers (``expected[i]`` for ``cases[i]``) and the candidate's ``attempts``
     (pairs as :func:`attempt` returns them, ``("raised", why)`` for a case the
     candidate never finished; fewer attempts than cases when it stopped after a
     first ``NotImplementedError``). The last ``hidden`` cases are hidden ones: a
-    failure there names neither their input nor the expected value."""
+    failure there names neither their input nor the expected value, nor anything the candidate
+    wrote. For an exercise whose answer is ``fixed``, a failing public case says what is wrong
+    (which entry, too large or too small) but not the expected value. ``hint_tier``: which of
+    the exercise's hints to show (None: the next one for this label in this process)."""
     total, public = len(cases), len(cases) - hidden
     passed, first, first_hidden, hidden_passed = 0, None, None, 0
     for i, case in enumerate(cases):
@@ -343,11 +383,18 @@ def verdict(ex, cases, expected, attempts, hidden=0):
         elif kind == "raised":
             why = f"your function raised {got}" if not str(got).startswith("your ") else str(got)
         else:
-            why = ex.agree(got, expected[i])
-            if why and i < public:
+            try:
+                why = ex.agree(got, expected[i])
+            except Exception as exc:  # noqa: BLE001 (a value the comparison cannot take is a wrong value)
+                why = f"your value could not be compared ({type(exc).__name__})"
+            if why is not None and not isinstance(why, str):
+                why = "values differ"
+            if why and i < public and not ex.fixed:
                 why = f"expected {_short(expected[i])}, got {_short(got)} ({why})"
-            elif why:
-                why = f"your value differs ({why})"
+            elif why and i < public:       # a fixed answer: say what is wrong, never the answer
+                why = f"your value is wrong: {why[:300]}"
+            elif why:                      # hidden: nothing of the case or of the value comes back
+                why = "your value differs"
         if not why:
             passed += 1
             hidden_passed += i >= public
@@ -367,8 +414,14 @@ def verdict(ex, cases, expected, attempts, hidden=0):
         i, what = first_hidden
         msg = f"{ex.label}: hidden case {i} of {hidden} failed: {what}"
     msg += f"\n  {counts} passed"
-    if ex.hint:
-        msg += f"\n  hint: {ex.hint}"
+    tiers = [h for h in (ex.hint, *ex.hints) if h]
+    if tiers:
+        shown = _HINTS_SHOWN.get(ex.label, 0) if hint_tier is None else hint_tier
+        msg += f"\n  hint: {tiers[min(shown, len(tiers) - 1)]}"
+        if shown + 1 < len(tiers) and hint_tier is None:
+            msg += " (fail again for the next hint)"
+        if hint_tier is None:
+            _HINTS_SHOWN[ex.label] = shown + 1
     return CheckResult(label=ex.label, status="failed", passed=passed, total=total, hidden=hidden, message=msg)
 
 

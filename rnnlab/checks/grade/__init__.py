@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -31,7 +32,8 @@ import time
 from pathlib import Path
 
 from .folder import (RANK, answers, collect, feedback, identify, load, plan, safe_name,  # noqa: F401
-                     answers_table, table, weights, write_atomic)
+                     answers_table, table, weights, write_atomic, book_statements, clip, feedback_names, scrub)
+from . import sandbox
 from .judge import Judge, default_seed, load_cases_file
 from .kernel import account, cache_slot, isolation, run, strip_installs  # noqa: F401
 
@@ -95,6 +97,10 @@ def add_arguments(parser):
                         help="notebooks run at once (default: half the CPU cores)")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="a module that declares more exercises (imported here before grading)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="grade without the sandbox (bubblewrap) where it is missing: notebooks then run "
+                             "as you, can read your files and the other submissions, write anywhere you can "
+                             "and leave processes behind; only for submissions you trust")
 
 
 def _error(message):
@@ -122,8 +128,21 @@ def main(args):
     strange = sorted(set(extra) - {ex.label for ex in registry})
     if strange:
         return _error(f"--cases: no exercise {', '.join(strange)}")
+    boxed = not args.unsafe
+    if boxed and not sandbox.available():
+        return _error(sandbox.WHY_NO_SANDBOX)
+    if not boxed:
+        print(f"python -m rnnlab grade: warning: {sandbox.UNSAFE_GIVES_UP}", file=sys.stderr)
     students = collect(args.submissions)
     tasks, notes = plan(students, registry, args.notebooks)
+    if not args.notebooks:                  # the course's notebooks: those at least half the class handed in
+        need = max(1, (len(students) + 1) // 2)
+        handed = {nb: len({t[0] for t in tasks if t[2] == nb}) for nb in {t[2] for t in tasks}}
+        for student, rel, nb, _cells in tasks:
+            if handed[nb] < need:
+                notes[student].append(f"{rel}: {nb} is not part of this assignment ({handed[nb]} of {len(students)} "
+                                      "students handed it in; name it with --notebooks to grade it); not graded")
+        tasks = [t for t in tasks if handed[t[2]] >= need]
     unread = sum(len(n) for n in notes.values())
     columns = [ex for ex in registry if ex.notebook in set(args.notebooks or [t[2] for t in tasks])]
     try:
@@ -131,14 +150,19 @@ def main(args):
     except (OSError, ValueError) as exc:
         return _error(f"--weights: {exc}")
     seed = default_seed() if args.seed is None else args.seed
+    from .kernel import numba_cache_base
+
     opts = argparse.Namespace(cell_timeout=args.cell_timeout, timeout=args.timeout, jobs=max(1, args.jobs),
-                              prefix=isolation())
+                              prefix=[] if boxed else isolation(), sandbox=boxed, numba_seed=numba_cache_base())
     judge = Judge(columns, seed=seed, extra=extra, memory=args.memory, seconds=args.cell_timeout,
-                  prefix=opts.prefix, jobs=opts.jobs).prepare()           # before any student code runs
+                  prefix=opts.prefix, jobs=opts.jobs, boxed=boxed,
+                  numba_seed=opts.numba_seed).prepare()                  # before any student code runs
+    secrets = [args.submissions.resolve(), args.submissions, args.out.resolve().parent, args.out.parent.resolve(),
+               args.cases and args.cases.resolve(), args.cases, Path.home(), os.getcwd(), sys.prefix]
 
     def grade_one(cells, nb):
         exs = exercises(nb)
-        with cache_slot():                        # numba's cache: one folder per concurrent notebook
+        with (contextlib.nullcontext() if boxed else cache_slot()):   # numba's cache: one per kernel
             execution = run(cells, exs, opts)
             results, note, cell_errors = account(cells, exs, execution, opts)
             for ex in exs:
@@ -157,7 +181,7 @@ def main(args):
                 execution, results, note, cell_errors = future.result()
             except Exception as exc:  # noqa: BLE001 (one notebook's trouble never stops the others)
                 execution = {"events": [], "timed_out": False, "seconds": 0.0}
-                note = f"the grader failed ({type(exc).__name__}: {exc})"
+                note = f"the grader failed ({type(exc).__name__}: {clip(exc, 200)})"
                 results, cell_errors = {ex.label: {"label": ex.label, "status": "error", "message":
                                                    f"{ex.label}: not graded: {note}"} for ex in exercises(nb)}, []
             counts["timeout"] += execution["timed_out"]
@@ -165,22 +189,30 @@ def main(args):
             notes[student] += [f"{rel}: {note}"] if note else []
             notes[student] += [f"{rel}: {r['label']}: could not be exported" for r in results.values()
                                if "could not be exported" in r.get("message", "")]
-            errors[student] += [f"{rel}: {e}" for e in cell_errors]
+            errors[student] += [f"{rel}: {scrub(clip(e, 300), secrets)}" for e in cell_errors]
             if sum(t[0] == student and t[2] == nb for t in tasks) > 1:
                 notes[student].append(f"{rel}: one of several files for {nb}; the best result of each exercise counts")
             for label, new in results.items():
                 old = graded[student].get(label)
                 if old is None or (RANK[new["status"]], new.get("passed", 0)) > (RANK[old["status"]], old.get("passed", 0)):
                     graded[student][label] = new
-            for label, statement, answer in answers(cells):
+            statements = book_statements(nb)      # the book's own words; a student's only where there is no book
+            for label, their_statement, answer in answers(cells):
                 if not answer and label in checked:
                     continue                  # a code exercise's cell for words, left empty: nothing to read
+                if statements and label not in statements:
+                    continue                  # not an exercise of the book's notebook
                 if answer or label not in said[student]:
-                    said[student][label] = (label, nb, statement, answer)
-            print(f"[{n}/{len(tasks)}] {student}/{rel}: {sum(r['status'] == 'passed' for r in results.values())} "
+                    said[student][label] = (label, nb, statements[label] if statements else clip(their_statement, 2000),
+                                            clip(answer, 5000))
+            print(f"[{n}/{len(tasks)}] {student}/{rel[:80]}: {sum(r['status'] == 'passed' for r in results.values())} "
                   f"of {len(results)} passed ({execution['seconds']:.1f} s)", flush=True)
 
     feedback_dir = args.feedback or args.out.parent / "feedback"
+    stems = feedback_names(students)
+    for student in students:
+        for record in graded[student].values():
+            record["message"] = scrub(clip(record.get("message", ""), 1500), secrets)
     rows = []
     for student in students:
         grades = {ex.label: graded[student].get(ex.label) or {
@@ -189,7 +221,7 @@ def main(args):
         shown = notes[student] + ([f"{len(errors[student])} cell(s) raised errors (see the feedback)"]
                                   if errors[student] else [])
         rows.append((student, grades, shown))
-        write_atomic(feedback_dir / f"{safe_name(student)}.md",
+        write_atomic(feedback_dir / f"{stems[student]}.md",
                      feedback(student, columns, grades, notes[student], errors[student], weight,
                               sorted(said[student].values(), key=lambda r: (r[1], r[0]))))
     source = f"seed {seed}" + (f" and {args.cases.name}" if args.cases else "")
@@ -203,7 +235,9 @@ def main(args):
                                               for label, nb, statement, answer in said[student].values()]))
     print(f"graded {len(students)} students, {len(tasks)} notebooks, {len(columns)} exercises in "
           f"{time.perf_counter() - began:.0f} s: {counts['timeout']} notebooks timed out, {counts['died']} "
-          f"kernels died, {unread} files not graded; {judge.describe()} (seed {seed}); network off "
-          f"(in-kernel guard{', own network namespace' if opts.prefix else ''})")
+          f"kernels died, {unread} files not graded; {judge.describe()} (seed {seed}); "
+          + ("each notebook and each candidate in a sandbox of its own (bubblewrap: no network, no view of "
+             "other files)" if boxed else "NO SANDBOX (--unsafe); network off (in-kernel guard"
+             f"{', own network namespace' if opts.prefix else ''})"))
     print(f"wrote {args.out}, {answers_path} and {len(students)} feedback files in {feedback_dir}/")
     return 0

@@ -133,28 +133,113 @@ def limit_memory(megabytes):
             resource.setrlimit(resource.RLIMIT_AS, (size, size))
         except (ValueError, OSError):
             pass
-    for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", 256 << 20)):
+    for name, value in (("RLIMIT_CORE", 0), ("RLIMIT_FSIZE", 64 << 20)):
         try:
             resource.setrlimit(getattr(resource, name), (value, value))
         except (ValueError, OSError, AttributeError):
             pass
 
 
-def main(job, megabytes="0"):
+def _message(stream):
+    """One message of the judge: 8 bytes of length, then that many bytes (None at the end)."""
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    size = int.from_bytes(head, "little")
+    data = stream.read(size)
+    return data if len(data) == size else None
+
+
+def block(names):
+    """Make each named function (``"module:attribute"``) raise in this process, wherever
+    ``rnnlab`` holds it: the functions that compute an exercise's answer are not the
+    candidate's to call. Returns how many places were blocked."""
+    import importlib
+
+    originals = []
+    for name in names:
+        module_name, _, attribute = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            owner, leaf = module, attribute
+            *path, leaf = attribute.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            originals.append((getattr(owner, leaf), name))
+        except Exception:  # noqa: BLE001 (a name that no longer exists blocks nothing)
+            continue
+
+    def blocked(name):
+        def refuse(*args, **kwargs):
+            raise PermissionError(f"{name.replace(':', '.')} computes this exercise's answer: it is not "
+                                  "available to your function while grading")
+        refuse.__name__ = refuse.__qualname__ = name.rpartition(":")[2].rpartition(".")[2]
+        return refuse
+
+    count, named = 0, {name.partition(":")[0] for name in names}
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name in named or module_name.split(".")[0] == "rnnlab"):
+            continue
+        holders = [module]
+        try:
+            holders += [v for v in vars(module).values() if isinstance(v, type)]
+        except TypeError:
+            continue
+        for holder in holders:
+            for key, value in list(vars(holder).items()):
+                for original, name in originals:
+                    if value is original:
+                        try:
+                            setattr(holder, key, blocked(name))
+                            count += 1
+                        except (AttributeError, TypeError):
+                            pass
+    try:
+        from rnnlab.checks import core
+        for ex in core._REGISTRY.values():
+            ex.reference = blocked(f"{ex.reference.__module__}:{getattr(ex.reference, '__qualname__', 'reference')}")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        import importlib as _importlib
+        reload = _importlib.reload
+
+        def guarded_reload(module):
+            if getattr(module, "__name__", "").split(".")[0] == "rnnlab":
+                raise PermissionError("rnnlab's modules cannot be reloaded while grading")
+            return reload(module)
+        _importlib.reload = guarded_reload
+    except Exception:  # noqa: BLE001
+        pass
+    return count
+
+
+def main(job, megabytes="0", blocked="[]"):
+    """Talk with the judge: the candidate is ``JOB/candidate.pkl``; the cases come one at a
+    time on stdin (8 bytes of length, then a pickle), each only after the last one's
+    result went back; one JSON line per result on the original stdout (a private
+    descriptor: what the candidate prints goes nowhere)."""
     limit_memory(float(megabytes))
     exec(GUARD, {"__name__": "rnnlab_grade_guard"})
-    out = open(os.path.join(job, "results.jsonl"), "a", encoding="utf-8")
+    channel = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    out = os.fdopen(channel, "w", encoding="utf-8")
+    cases_in = os.fdopen(os.dup(0), "rb")
+    os.dup2(null, 0)
 
     def emit(record):
-        out.write("\n" + json.dumps(record) + "\n")
+        out.write(json.dumps(record) + "\n")
         out.flush()
 
     import pickle
-    try:
-        with open(os.path.join(job, "cases.pkl"), "rb") as f:
-            cases = pickle.load(f)
-    except BaseException as exc:  # noqa: BLE001 (the judge's own cases: reported as the grader's failure)
-        return emit({"broken": f"the grader could not load its cases ({error_line(exc)})"})
+    names = json.loads(blocked)
+    if names:
+        try:
+            block(names)
+        except BaseException as exc:  # noqa: BLE001 (the grader's own failure: nothing is graded)
+            return emit({"broken": f"the grader could not block the reference ({type(exc).__name__})"})
     try:
         with open(os.path.join(job, "candidate.pkl"), "rb") as f:
             candidate = pickle.load(f)
@@ -163,26 +248,38 @@ def main(job, megabytes="0"):
     if not callable(candidate):
         try:
             kind = encode(candidate) and type(candidate).__name__
-        except Unsupported:
+        except BaseException:  # noqa: BLE001
             kind = type(candidate).__name__
         return emit({"uncallable": kind})
     emit({"ready": True})
-    for i, (args, kwargs) in enumerate(cases):
+    i = 0
+    while True:
+        data = _message(cases_in)
+        if data is None:
+            break
+        try:
+            args, kwargs = pickle.loads(data)
+        except BaseException as exc:  # noqa: BLE001
+            emit({"case": i, "broken": f"the grader could not load its case ({type(exc).__name__})"})
+            break
+        del data
         try:
             value = candidate(*args, **kwargs)
         except NotImplementedError:
             emit({"case": i, "not implemented": True})
-            if i == 0:
-                break
+            i += 1
             continue
         except BaseException as exc:  # noqa: BLE001 (SystemExit and KeyboardInterrupt too: they end a case)
-            emit({"case": i, "raised": error_line(exc)})
+            emit({"case": i, "raised": error_line(exc), "type": type(exc).__name__[:60]})
+            i += 1
             continue
         try:
             emit({"case": i, "value": encode(value)})
         except Unsupported as why:
             emit({"case": i, "unsupported": str(why)})
         except BaseException as exc:  # noqa: BLE001 (a value that breaks while being read)
-            emit({"case": i, "raised": f"its return value could not be read ({error_line(exc)})"})
+            emit({"case": i, "raised": f"its return value could not be read ({error_line(exc)})",
+                  "type": type(exc).__name__[:60]})
+        i += 1
     emit({"done": True})
     out.close()

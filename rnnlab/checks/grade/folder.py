@@ -29,47 +29,106 @@ STARS = re.compile(r"^\s*(★{1,3})(?!★)")
 
 # ----------------------------------------------------------------- finding the notebooks
 
+MAX_NOTEBOOK = 32 << 20     # bytes of one submitted notebook read
+MAX_FILES = 10_000          # files listed per student
+
+
+def display(name):
+    """A file or folder name as text a teacher can read: bytes that are not UTF-8 (a Windows
+    zip's names) and control characters become "?"; never raises."""
+    raw = os.fsencode(name) if isinstance(name, str) else bytes(name)
+    text = raw.decode("utf-8", "replace").replace("\ufffd", "?")
+    return "".join(c if c.isprintable() else "?" for c in text)[:200] or "?"
+
+
+def _unique(name, taken):
+    if name not in taken:
+        return name
+    k = 2
+    while f"{name} ({k})" in taken:
+        k += 1
+    return f"{name} ({k})"
+
+
 def collect(root):
-    """``{student: [(path, path relative to the student's folder), ...]}``; hidden files are ignored."""
-    students = {}
-    for entry in sorted(Path(root).iterdir()):
+    """``{student: [(path, path relative to the student's folder), ...]}``; hidden files are ignored.
+    Nothing is followed: a symbolic link (to a file or a folder) is listed as itself (and
+    not graded); names are made readable (:func:`display`) and unique (``"x (2)"``)."""
+    students, folders = {}, {}
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: os.fsencode(e.name))
+    except OSError:
+        return students
+    for entry in entries:
         if entry.name.startswith((".", "__")):
             continue
-        if entry.is_dir():
-            files = [p for p in sorted(entry.rglob("*")) if p.is_file() and not any(
-                part.startswith((".", "__")) for part in p.relative_to(entry).parts)]
-            students.setdefault(entry.name, []).extend((p, p.relative_to(entry).as_posix()) for p in files)
-        elif entry.is_file():
-            students.setdefault(entry.stem, []).append((entry, entry.name))
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            name = display(entry.name)
+            if name in folders:                     # two folders whose names read the same
+                name = _unique(name, students)
+            folders[name] = entry.name
+            files = []
+            for top, dirs, names in os.walk(path, followlinks=False):
+                dirs[:] = sorted((d for d in dirs if not d.startswith((".", "__"))), key=os.fsencode)
+                links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
+                dirs[:] = [d for d in dirs if d not in links]
+                for f in sorted([*names, *links], key=os.fsencode):
+                    if f.startswith((".", "__")):
+                        continue
+                    full = Path(top) / f
+                    files.append((full, "/".join(display(part) for part in full.relative_to(path).parts)))
+                if len(files) > MAX_FILES:
+                    break
+            students.setdefault(name, []).extend(files[:MAX_FILES])
+        else:
+            stem = entry.name[:-len(Path(entry.name).suffix)] if Path(entry.name).suffix else entry.name
+            students.setdefault(display(stem), []).append((path, display(entry.name)))
     return students
 
 
 def load(path):
     """``(cells, metadata, None)`` for a readable notebook, else ``(None, None, why)``.
-    A cell is ``{"cell_type", "source", "tags"}``."""
+    A cell is ``{"cell_type", "source", "tags"}``. The file is read as a student wrote it:
+    a regular file only (no symbolic link, FIFO or device), at most 32 MB."""
+    from .sandbox import NotRegular, read_regular
+
     try:
-        raw = path.read_bytes()
-        nb = json.loads(raw.decode("utf-8-sig")) if raw.strip() else None
+        raw = read_regular(path, MAX_NOTEBOOK)
+    except NotRegular:
+        return None, None, "not a regular file (a symbolic link?)"
+    except ValueError:
+        return None, None, f"larger than {MAX_NOTEBOOK >> 20} MB"
     except OSError as exc:
         return None, None, f"could not be read ({exc.strerror})"
+    try:
+        nb = json.loads(raw.decode("utf-8-sig")) if raw.strip() else None
+    except RecursionError:
+        return None, None, "not valid JSON (nested too deeply)"
     except ValueError as exc:
-        return None, None, f"not valid JSON ({exc})"
+        return None, None, f"not valid JSON ({str(exc)[:100]})"
     if nb is None:
         return None, None, "empty file"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, None, "not a Jupyter notebook (no list of cells)"
     if nb.get("nbformat") != 4:
-        return None, None, f"notebook format {nb.get('nbformat')} (save it again with a recent Jupyter)"
+        return None, None, f"notebook format {str(nb.get('nbformat'))[:20]} (save it again with a recent Jupyter)"
     cells = []
-    for cell in nb["cells"]:
-        cell = cell if isinstance(cell, dict) else {}
-        source = cell.get("source", "")
-        source = "".join(map(str, source)) if isinstance(source, list) else str(source)
-        kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") else "raw"
-        meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
-        tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
-        cells.append({"cell_type": kind, "source": source, "tags": [str(t) for t in tags]})
-    return cells, nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}, None
+    try:
+        for cell in nb["cells"]:
+            cell = cell if isinstance(cell, dict) else {}
+            source = cell.get("source", "")
+            source = "".join(x if isinstance(x, str) else "" for x in source) if isinstance(source, list) \
+                else source if isinstance(source, str) else ""
+            kind = cell.get("cell_type") if cell.get("cell_type") in ("code", "markdown") else "raw"
+            meta = cell.get("metadata") if isinstance(cell.get("metadata"), dict) else {}
+            tags = meta.get("tags") if isinstance(meta.get("tags"), list) else []
+            cells.append({"cell_type": kind, "source": source.replace("\x00", ""),
+                          "tags": [t for t in tags if isinstance(t, str)]})
+    except RecursionError:
+        return None, None, "not a Jupyter notebook (nested too deeply)"
+    meta = nb.get("metadata") if isinstance(nb.get("metadata"), dict) else {}
+    return cells, meta, None
 
 
 def identify(cells, meta, rel, exercises):
@@ -248,9 +307,9 @@ def table(header, columns, rows, weight):
     top = sum(weight[ex.label] for ex in columns)
     for student, grades, notes in rows:
         got = sum(points(grades[ex.label], weight[ex.label]) for ex in columns)
-        writer.writerow([student, *[verdict(grades[ex.label]) for ex in columns],
+        writer.writerow([cell(student), *[verdict(grades[ex.label]) for ex in columns],
                          sum(g["status"] == "passed" for g in grades.values()), len(columns), number(got),
-                         number(top), "; ".join(notes)])
+                         number(top), cell("; ".join(notes), 2000)])
     return out.getvalue()
 
 
@@ -281,6 +340,63 @@ def feedback(student, columns, grades, notes, errors, weight, said=()):
     return "\n".join(lines)
 
 
+def book_statements(notebook, book=BOOK):
+    """``{label: statement}`` of the ``{exercise}`` directives in the book's notebook (the
+    text a teacher wrote, never a student's); {} without the book at hand."""
+    if book is None:
+        return {}
+    try:
+        cells = json.loads(Path(book, f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    found = {}
+    for cell in cells:
+        if cell.get("cell_type") != "markdown":
+            continue
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for m in LABEL_LINE.finditer(text):
+            found.setdefault(m.group("label"), _statement(text))
+    return found
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def cell(value, limit=None):
+    """A CSV cell a spreadsheet shows as text: one that starts like a formula (``=``, ``+``,
+    ``-``, ``@``, a tab) gets a leading ``'``; text is cut at ``limit`` characters."""
+    text = str(value)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + " [cut]"
+    return "'" + text if text.startswith(FORMULA) else text
+
+
+def clip(text, limit=300):
+    """Student text or an error message, cut at ``limit`` characters."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + " [cut]"
+
+
+def scrub(text, secrets):
+    """``text`` without the grader's own paths (the submissions, the output, the cases file)."""
+    for secret in sorted({str(s) for s in secrets if s and len(str(s)) > 3}, key=len, reverse=True):
+        text = text.replace(secret, "<grader>")
+    return text
+
+
+def feedback_names(students):
+    """``{student: file stem}``: :func:`safe_name`, made unique (``x y`` and ``x_y`` each get their own)."""
+    out, taken = {}, set()
+    for student in students:
+        stem = base = safe_name(student)
+        k = 2
+        while stem.lower() in taken:
+            stem, k = f"{base}-{k}", k + 1
+        taken.add(stem.lower())
+        out[student] = stem
+    return out
+
+
 def answers_table(said):
     """``answers.csv``: one row per exercise and student (sorted by exercise), with
     the statement and empty ``points`` and ``comment`` columns for the teacher."""
@@ -288,7 +404,7 @@ def answers_table(said):
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["exercise", "notebook", "student", "answer", "points", "comment", "statement"])
     for label, notebook, student, statement, answer in sorted(said, key=lambda r: (r[1], r[0], r[2])):
-        writer.writerow([label, notebook, student, answer, "", "", statement])
+        writer.writerow([cell(label), cell(notebook), cell(student), cell(answer, 5000), "", "", cell(statement)])
     return out.getvalue()
 
 
@@ -306,4 +422,4 @@ def write_atomic(path, text):
 
 
 def safe_name(student):
-    return re.sub(r"[^\w.@+-]+", "_", student).lstrip(".") or "_"
+    return (re.sub(r"[^\w.@+-]+", "_", student, flags=re.ASCII).lstrip(".") or "_")[:100]

@@ -32,10 +32,11 @@ from pathlib import Path
 
 from .. import core
 from . import candidate as sandbox
-from .kernel import environment, kill_group
+from . import sandbox as boxes
+from .kernel import environment
 
 LOAD_SECONDS = 60          # to start the candidate's process and load its cases (torch's import included)
-MAX_RESULTS = 256 << 20    # bytes of results read back (the process's file-size limit too)
+MAX_RESULTS = 64 << 20     # bytes of results read back from one candidate
 
 
 @dataclass
@@ -47,6 +48,8 @@ class Problem:
     expected: list = field(default_factory=list)
     blob: bytes = b""
     error: str | None = None          # the check itself could not be prepared
+    blobs: list = field(default_factory=list)     # each case pickled, sent to the candidate one at a time
+    line_cap: int = 1 << 20           # bytes of one result line read back (more: refused unread)
 
 
 def load_cases_file(path):
@@ -67,9 +70,11 @@ def load_cases_file(path):
 class Judge:
     """Prepares the exercises, then grades exported candidates (thread-safe after :meth:`prepare`)."""
 
-    def __init__(self, exercises, *, seed, extra=None, memory=4096, seconds=60, prefix=(), jobs=1):
+    def __init__(self, exercises, *, seed, extra=None, memory=4096, seconds=60, prefix=(), jobs=1,
+                 boxed=False, numba_seed=None):
         self.exercises, self.seed, self.extra = list(exercises), seed, dict(extra or {})
         self.memory, self.seconds, self.prefix, self.jobs = memory, seconds, list(prefix), jobs
+        self.boxed, self.numba_seed = boxed, numba_seed
         self.problems = {}
 
     def hidden_cases(self, ex):
@@ -103,6 +108,8 @@ class Judge:
                 problem.expected = [ex.reference(*copy.deepcopy(c.args), **copy.deepcopy(c.kwargs))
                                     for c in problem.cases]
                 problem.blob = cloudpickle.dumps([(c.args, c.kwargs) for c in problem.cases])
+                problem.blobs = [cloudpickle.dumps((c.args, c.kwargs)) for c in problem.cases]
+                problem.line_cap = (1 << 20) + 8 * max([_encoded_size(e) for e in problem.expected] or [0])
             except Exception as exc:  # noqa: BLE001 (reported on the exercise's rows)
                 problem.error = f"{ex.label}: the check itself failed ({core._error_line(exc)}); please report this"
             self.problems[ex.label] = problem
@@ -134,44 +141,84 @@ class Judge:
         result = self.run(problem, export[1])
         if isinstance(result, dict):
             return result
-        return core.verdict(ex, problem.cases, problem.expected, result, hidden=problem.hidden).as_dict()
+        return core.verdict(ex, problem.cases, problem.expected, result, hidden=problem.hidden,
+                            hint_tier=0).as_dict()
+
+    def command(self, job, blocked):
+        """The candidate's command line: in its own sandbox (:mod:`.sandbox`) unless ``--unsafe``."""
+        argv = [sys.executable, "-c", sandbox.BOOT, sandbox.__file__]
+        if self.boxed:
+            return boxes.command([*argv, boxes.JOB, str(self.memory), json.dumps(blocked)], job,
+                                 boxes.environment(threads=max(1, (os.cpu_count() or 1) // max(1, self.jobs)))), \
+                {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, job
+        return [*self.prefix, *argv, str(job), str(self.memory), json.dumps(blocked)], \
+            environment(job / "tmp", self.jobs), job / "work"
 
     def run(self, problem, data):
-        """Run the candidate on every case in its own process: a list of attempts, or a record."""
+        """Run the candidate in its own process, one case at a time: a list of attempts, or a record.
+
+        The cases go to it over a pipe, each only after the last one's result came back,
+        the public ones first: while it runs a public case it has seen no hidden case. Its
+        results come back over another pipe, one JSON line per case, each line capped in
+        size (a value far larger than the expected one is refused unread)."""
         ex = problem.exercise
         job = Path(tempfile.mkdtemp(prefix="rnnlab-judge-"))
-        proc = None
+        proc, reader = None, None
         try:
-            for folder in ("work", "tmp"):
+            for folder in ("work", "tmp", "home"):
                 (job / folder).mkdir()
             (job / "candidate.pkl").write_bytes(data)
-            (job / "cases.pkl").write_bytes(problem.blob)
-            (job / "results.jsonl").touch()
-            command = [*self.prefix, sys.executable, "-c", sandbox.BOOT, sandbox.__file__, str(job),
-                       str(self.memory)]
-            proc = subprocess.Popen(command, cwd=job / "work", env=environment(job / "tmp", self.jobs),
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            if self.boxed:
+                boxes.seed_numba_cache(self.numba_seed, job)
+            command, env, cwd = self.command(job, ex.blocked_names())
+            proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
-            began, ready, timed_out = time.monotonic(), None, False
-            while proc.poll() is None:
-                now = time.monotonic()
-                if ready is None and b'"ready"' in _head(job / "results.jsonl"):
-                    ready = now
-                if now > (ready + self.seconds if ready is not None else began + LOAD_SECONDS + self.seconds):
-                    timed_out = True
-                    break
-                time.sleep(0.02)
-            kill_group(proc.pid)                 # whatever the candidate left running
-            proc.wait()
-            records = _records(job / "results.jsonl")
+            reader = _Lines(proc.stdout, problem.line_cap)
+            records, began, timed_out = [], time.monotonic(), False
+            first = reader.get(began + LOAD_SECONDS + self.seconds)
+            if first is not None:
+                records.append(first)
+            if first is not None and first.get("ready"):
+                deadline = time.monotonic() + self.seconds
+                for i, blob in enumerate(problem.blobs):
+                    try:
+                        proc.stdin.write(len(blob).to_bytes(8, "little") + blob)
+                        proc.stdin.flush()
+                    except OSError:
+                        break
+                    record = reader.get(deadline)
+                    if record is None:
+                        timed_out = time.monotonic() >= deadline
+                        break
+                    records.append(record)
+                    if record.get("too large"):
+                        record["case"] = i
+                    if record.get("case") != i or (i == 0 and "not implemented" in record) or "broken" in record:
+                        break
+                else:
+                    try:
+                        proc.stdin.close()
+                    except OSError:
+                        pass
+                    done = reader.get(min(deadline, time.monotonic() + 5))
+                    records += [done] if done is not None else []
+            elif first is None:
+                timed_out = proc.poll() is None
+            boxes.kill_tree(proc)                # whatever the candidate left running
         finally:
-            if proc is not None and proc.poll() is None:
-                kill_group(proc.pid)
-                proc.wait()
+            if proc is not None:
+                if proc.poll() is None:
+                    boxes.kill_tree(proc)
+                for stream in (proc.stdin, proc.stdout):
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass
             shutil.rmtree(job, ignore_errors=True)
+        hidden_from = len(problem.cases) - problem.hidden
         first = next((r for r in records if r.keys() & {"broken", "unloadable", "uncallable"}), None)
         if first and "broken" in first:
-            return {"label": ex.label, "status": "error", "message": f"{ex.label}: {first['broken']}"}
+            return {"label": ex.label, "status": "error", "message": f"{ex.label}: {str(first['broken'])[:200]}"}
         if first and "unloadable" in first:
             return {"label": ex.label, "status": "error", "message": (
                 f"{ex.label}: {ex.name} was exported but could not be loaded in the grader's process "
@@ -187,26 +234,100 @@ class Judge:
             if not isinstance(record.get("case"), int) or not 0 <= record["case"] < len(problem.cases):
                 continue
             i = record["case"]
+            secret = i >= hidden_from           # nothing the candidate wrote comes back for a hidden case
             if "not implemented" in record:
                 attempts[i] = ("not implemented", None)
+            elif "too large" in record:
+                attempts[i] = ("raised", "your function returned a value far larger than the expected one "
+                                         "(it was not read)")
             elif "raised" in record:
-                attempts[i] = ("raised", str(record["raised"])[:500])
+                attempts[i] = ("raised", _name(record.get("type")) if secret else str(record["raised"])[:500])
             elif "unsupported" in record:
-                attempts[i] = ("raised", f"your function returned {str(record['unsupported'])[:100]}, which the "
-                                         "grader cannot compare (return numbers, arrays, tensors, or tuples of them)")
+                attempts[i] = ("raised", "your function returned " + ("a value" if secret else
+                               str(record["unsupported"])[:100]) + ", which the grader cannot compare "
+                               "(return numbers, arrays, tensors, or tuples of them)")
             elif "value" in record:
                 try:
                     attempts[i] = ("value", decode(record["value"]))
-                except (ValueError, TypeError, KeyError, OverflowError) as exc:
-                    attempts[i] = ("raised", f"your function's return value could not be read back ({exc})")
+                except (ValueError, TypeError, KeyError, OverflowError, RecursionError, MemoryError) as exc:
+                    attempts[i] = ("raised", "your function's return value could not be read back"
+                                   + ("" if secret else f" ({str(exc)[:100]})"))
         if attempts.get(0) == ("not implemented", None):
             return [attempts[0]]
         if any("done" in r for r in records):
             ended = "no result came back for this case (did your function change the grader's process?)"
         else:
-            ended = ("your function ended its process" + (f" (killed by signal {-proc.returncode}; out of memory?)"
-                     if proc.returncode < 0 else f" (exit status {proc.returncode})"))
-        return [attempts.get(i, ("raised", ended)) for i in range(len(problem.cases))]
+            code = proc.returncode if proc is not None else None
+            ended = ("your function ended its process" + ("" if code is None else
+                     f" (killed by signal {-code}; out of memory?)" if code < 0 else f" (exit status {code})"))
+        return [attempts.get(i, ("raised", ended if i < hidden_from else "your function ended its process"))
+                for i in range(len(problem.cases))]
+
+
+class _Lines:
+    """JSON objects read from a pipe by a thread of their own, one a line; a line longer than
+    ``cap`` bytes is skipped unread and stands for ``{"case": n, "too large": True}``;
+    ``MAX_RESULTS`` bytes in all."""
+
+    def __init__(self, stream, cap):
+        import queue
+        import threading
+
+        self.queue, self.stream, self.cap = queue.Queue(), stream, cap
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        total, line, skipping = 0, bytearray(), False
+        try:
+            while total < MAX_RESULTS:
+                chunk = self.stream.read1(1 << 16) if hasattr(self.stream, "read1") else self.stream.read(1 << 16)
+                if not chunk:
+                    break
+                total += len(chunk)
+                while chunk:
+                    cut = chunk.find(b"\n")
+                    part, chunk = (chunk, b"") if cut < 0 else (chunk[:cut], chunk[cut + 1:])
+                    if not skipping:
+                        line += part
+                        if len(line) > self.cap:
+                            skipping, line = True, bytearray()
+                    if cut >= 0:
+                        record = {"too large": True} if skipping else _parse(bytes(line))
+                        if record is not None:
+                            self.queue.put(record)
+                        line, skipping = bytearray(), False
+        except (OSError, ValueError):
+            pass
+        self.queue.put(None)
+
+    def get(self, deadline):
+        """The next object, or None when the pipe ended or ``deadline`` (monotonic) passed."""
+        import queue
+
+        try:
+            return self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+
+
+def _parse(line):
+    try:
+        record = json.loads(line.decode("utf-8", "replace")) if line.strip() else None
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _name(kind):
+    kind = str(kind or "an exception")
+    return f"your function raised {kind if kind.isidentifier() else 'an exception'}"
+
+
+def _encoded_size(value):
+    try:
+        return len(json.dumps(sandbox.encode(value)))
+    except Exception:  # noqa: BLE001 (an answer that is not plain data: a generous cap)
+        return 2 << 20
 
 
 def _a(kind):

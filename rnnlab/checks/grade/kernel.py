@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import worker
+from . import sandbox, worker
 from ..student import CHECK_CALL as CHECKS
 from .candidate import GUARD, OFFLINE_ENV
 
@@ -177,58 +177,111 @@ def kill_group(pid):
 
 
 NBRUN = Path(__file__).resolve().parents[2] / "book" / "nbrun.py"
+MAX_LOG = 4 << 20                       # bytes of the worker's log read back
+
+
+def _read_exports(tmp, exercises):
+    """The export folder's files, read as files a student process wrote: regular files only,
+    no symlink followed (the folder itself included), size-capped."""
+    exports = {}
+    try:
+        top = sandbox.open_dir(tmp)
+        try:
+            folder = sandbox.open_dir("export", dir_fd=top)
+        finally:
+            os.close(top)
+    except OSError:
+        return exports
+    try:
+        for ex in exercises:
+            for suffix in ("pkl", "why"):
+                if ex.label in exports:
+                    continue
+                try:
+                    data = sandbox.read_regular(f"{ex.label}.{suffix}", MAX_EXPORT, dir_fd=folder)
+                except ValueError:
+                    exports[ex.label] = ("why", f"its export is larger than {MAX_EXPORT >> 20} MB")
+                    continue
+                except OSError:
+                    continue
+                exports[ex.label] = (suffix, data if suffix == "pkl" else data[:500].decode("utf-8", "replace"))
+        try:
+            done = sandbox.read_regular(".done", 0, dir_fd=folder) == b""
+        except (OSError, ValueError):
+            done = False
+    finally:
+        os.close(folder)
+    return exports if done else None
+
+
+def _read_log(path):
+    try:
+        text = sandbox.read_regular(path, MAX_LOG).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return []
+    events = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        events += [event] if isinstance(event, dict) else []
+    return events
 
 
 def run(cells, exercises, opts):
     """Execute one notebook in a worker subprocess (killed with its kernel after
     ``opts.timeout`` s); return ``{"events", "timed_out", "exported", "exports", "seconds"}``:
     ``exports`` maps a label to ``("pkl", bytes)`` or ``("why", text)``; ``exported``
-    says whether the export cell finished."""
+    says whether the export cell finished.
+
+    With ``opts.sandbox`` (the default of ``python -m rnnlab grade``) the worker, the
+    kernel and all they start run in a bubblewrap sandbox of their own
+    (:mod:`.sandbox`) whose only writable folder is this notebook's job folder;
+    the sandbox (its whole PID namespace) is killed when the notebook ends."""
     began = time.perf_counter()
+    boxed = getattr(opts, "sandbox", False)
     tmp = Path(tempfile.mkdtemp(prefix="rnnlab-grade-"))
+    proc = None
     try:
-        for folder in ("work", "tmp", "export"):     # work: the kernel's cwd (empty: the copy is not in it)
+        for folder in ("work", "tmp", "export", "home"):  # work: the kernel's cwd (empty: the copy is not in it)
             (tmp / folder).mkdir()
-        nb = prepare(cells, exercises, tmp / "export")
+        inside = Path(sandbox.JOB) if boxed else tmp
+        nb = prepare(cells, exercises, inside / "export")
         (tmp / "notebook.ipynb").write_text(json.dumps(nb))
-        command = [*opts.prefix, sys.executable, "-c", worker.BOOT, worker.__file__, str(tmp / "notebook.ipynb"),
-                   str(tmp / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN)]
+        argv = [sys.executable, "-c", worker.BOOT, worker.__file__, str(inside / "notebook.ipynb"),
+                str(inside / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN)]
+        threads = max(1, (os.cpu_count() or 1) // max(1, opts.jobs))
+        if boxed:
+            sandbox.seed_numba_cache(getattr(opts, "numba_seed", None), tmp)
+            command = sandbox.command(argv, tmp, sandbox.environment({"JUPYTER_RUNTIME_DIR": f"{sandbox.JOB}/tmp"},
+                                                                     threads))
+            env, cwd = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, tmp
+        else:
+            command, env, cwd = [*opts.prefix, *argv], environment(tmp / "tmp", opts.jobs), tmp / "work"
         with open(tmp / "stderr.txt", "wb") as err:
-            proc = subprocess.Popen(command, cwd=tmp / "work", env=environment(tmp / "tmp", opts.jobs),
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                    start_new_session=True)
+            proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
             try:
                 proc.wait(timeout=opts.timeout)
             except subprocess.TimeoutExpired:
                 pass
-        timed_out = proc.returncode is None
-        events = []
-        for line in (tmp / "log.jsonl").read_text().splitlines() if (tmp / "log.jsonl").exists() else []:
+            timed_out = proc.returncode is None
+            sandbox.kill_tree(proc)             # whatever the notebook left running, finished or not
+        events = _read_log(tmp / "log.jsonl")
+        if not timed_out and not any("finished" in e for e in events) and not any("dead" in e for e in events):
             try:
-                events.append(json.loads(line))
-            except ValueError:
-                pass
-        if not any("finished" in e for e in events):         # killed, or the worker failed
-            for pid in [e["kernel"] for e in events if "kernel" in e] + [proc.pid]:
-                kill_group(pid)                               # the kernel leads its own process group
-            proc.wait()
-            if not timed_out and not any("dead" in e for e in events):
-                tail = (tmp / "stderr.txt").read_text(errors="replace").strip().splitlines()[-1:]
-                events.append({"failed": f"the grader's worker failed ({' '.join(tail) or proc.returncode})"})
-        exported = not timed_out and (tmp / "export" / ".done").is_file()
-        exports = {}
-        for ex in exercises if exported else []:
-            for suffix in ("pkl", "why"):
-                path = tmp / "export" / f"{ex.label}.{suffix}"
-                if path.is_file() and not path.is_symlink() and ex.label not in exports:
-                    if path.stat().st_size > MAX_EXPORT:
-                        exports[ex.label] = ("why", f"its export is larger than {MAX_EXPORT >> 20} MB")
-                    else:
-                        data = path.read_bytes()
-                        exports[ex.label] = (suffix, data if suffix == "pkl" else data.decode("utf-8", "replace"))
-        return {"events": events, "timed_out": timed_out, "exported": exported, "exports": exports,
-                "seconds": time.perf_counter() - began}
+                tail = sandbox.read_regular(tmp / "stderr.txt", 1 << 20).decode("utf-8", "replace")
+            except (OSError, ValueError):
+                tail = ""
+            tail = tail.strip().splitlines()[-1:]
+            events.append({"failed": f"the grader's worker failed ({' '.join(tail)[:300] or proc.returncode})"})
+        exports = None if timed_out else _read_exports(tmp, exercises)
+        return {"events": events, "timed_out": timed_out, "exported": exports is not None,
+                "exports": exports or {}, "seconds": time.perf_counter() - began}
     finally:
+        if proc is not None and proc.poll() is None:
+            sandbox.kill_tree(proc)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -1,0 +1,210 @@
+"""Where student code runs while grading: a bubblewrap sandbox per kernel and per candidate.
+
+Every submitted notebook, and every exercise function exported from it, is
+treated as hostile code. :func:`command` wraps a command in `bubblewrap
+<https://github.com/containers/bubblewrap>`_ (``bwrap``, the sandbox Flatpak
+uses), which gives it
+
+* its own PID namespace: everything it starts (a ``setsid`` daemon included)
+  dies with it, finished or not; the grader signals only the ``bwrap`` process
+  it started itself, never a process ID that a student could have written;
+* its own user, network (loopback only), IPC and UTS namespaces, no
+  capabilities, a new session (no terminal to inject into);
+* a file system of its own: the system (``/usr``, ``/etc``), Python, the
+  installed packages and ``rnnlab``'s own package folder, all read-only; a
+  fresh ``/tmp``; and one writable folder, ``/job``, which holds only this
+  job's files (the notebook's copy or the candidate, its HOME, its numba cache).
+  The grader's files, its command line, the teacher's cases, the submissions
+  folder and the book's full edition are not there;
+* a minimal environment (:func:`environment`), nothing of the teacher's.
+
+:func:`read_regular` is how the grader reads anything a student process could
+have written: regular files only, no symlinks, non-blocking, capped in size.
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+JOB = "/job"                       # the writable folder, inside the sandbox
+UNSAFE_GIVES_UP = (
+    "--unsafe: no sandbox. Notebooks and candidates run as your own user: they can read your files "
+    "(the other submissions, the teacher's cases, the grader's own), write anywhere you can, leave "
+    "processes running after grading, and reach the network where unshare does not work. Grade only "
+    "submissions you trust this way.")
+WHY_NO_SANDBOX = (
+    "no sandbox: python -m rnnlab grade runs every notebook in bubblewrap (bwrap), which is not "
+    "installed or does not work here (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+    "bubblewrap; inside a container, user namespaces must be allowed). --unsafe grades without it: "
+    "see --help")
+
+
+class NotRegular(OSError):
+    """A student-writable path that is not a plain file (a symlink, a FIFO, a device, a folder)."""
+
+
+def read_regular(path, cap, *, dir_fd=None):
+    """The bytes of ``path`` if it is a regular file of at most ``cap`` bytes (no symlink
+    followed, never blocking on a FIFO); :class:`NotRegular` or ``OSError`` otherwise, and
+    ``ValueError`` when it is larger than ``cap``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegular(errno.ELOOP, "a symbolic link") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(errno.EINVAL, "not a regular file")
+        if info.st_size > cap:
+            raise ValueError(f"larger than {cap} bytes")
+        chunks, size = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > cap:
+                raise ValueError(f"larger than {cap} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def open_dir(path, *, dir_fd=None):
+    """A file descriptor of the folder ``path`` (no symlink followed); OSError otherwise."""
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dir_fd)
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap():
+    """The path of a working ``bwrap``, or None (it is tried once, on ``true``)."""
+    path = shutil.which("bwrap")
+    if not path:
+        return None
+    try:
+        ok = subprocess.run([path, *_isolation(), *_system(), "true"], capture_output=True,
+                            timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return path if ok else None
+
+
+def available():
+    return bwrap() is not None
+
+
+def _isolation():
+    return ["--unshare-all", "--unshare-user", "--uid", "1000", "--gid", "1000", "--hostname", "grading",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+
+
+def _system():
+    """The read-only system: /usr and /etc, the /lib, /bin... links as the host has them."""
+    args = []
+    for top in ("usr", "etc", "opt"):
+        if Path("/" + top).is_dir():
+            args += ["--ro-bind", "/" + top, "/" + top]
+    for top in ("lib", "lib64", "lib32", "bin", "sbin"):
+        path = Path("/" + top)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), "/" + top]
+        elif path.is_dir():
+            args += ["--ro-bind", "/" + top, "/" + top]
+    return args + ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+
+def python_roots():
+    """The folders Python needs, read-only: its installation, the environment's packages,
+    ``rnnlab``'s package folder (only it, not the checkout around it) and the folders of
+    ``$PYTHONPATH`` (the teacher's ``--import`` modules)."""
+    import rnnlab
+
+    roots = {Path(sys.base_prefix), Path(sys.prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix),
+             Path(rnnlab.__file__).resolve().parent}
+    roots |= {Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    for entry in sys.path:      # site-packages outside the prefixes (a user site, a --target folder)
+        if entry.endswith("-packages") and Path(entry).is_dir():
+            roots.add(Path(entry))
+    roots = sorted({r.resolve() for r in roots if r.is_dir()} | {r for r in roots if r.is_dir()})
+    system = ("/usr", "/etc", "/opt", "/lib", "/lib64", "/bin", "/sbin")
+    return [r for r in roots if str(r) != "/" and not any(str(r) == s or str(r).startswith(s + "/") for s in system)]
+
+
+def environment(extra=None, threads=1):
+    """The sandbox's whole environment: no variable of the teacher's (a token, a path) reaches it."""
+    from .candidate import OFFLINE_ENV
+
+    path = os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"])
+    env = {**OFFLINE_ENV, "PATH": path, "HOME": f"{JOB}/home", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
+           "LC_ALL": "C.UTF-8", "USER": "student", "LOGNAME": "student", "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+           "MPLCONFIGDIR": f"{JOB}/home/.matplotlib", "NUMBA_CACHE_DIR": f"{JOB}/numba",
+           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": str(threads), "PYTHONNOUSERSITE": "1",
+           "RNNLAB_GRADING": "1"}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    env.update(extra or {})
+    return env
+
+
+def command(argv, job, env, cwd=f"{JOB}/work"):
+    """``argv`` run in a sandbox whose only writable folder is ``job`` (seen as ``/job``)."""
+    args = [bwrap(), *_isolation(), *_system()]
+    for root in python_roots():
+        args += ["--ro-bind", str(root), str(root)]
+    args += ["--bind", str(job), JOB, "--chdir", cwd]
+    for name, value in env.items():
+        args += ["--setenv", name, str(value)]
+    return [*args, "--", *argv]
+
+
+def seed_numba_cache(seed, job):
+    """A fresh numba cache for one sandbox (``job/numba``): a copy of ``seed`` (the grader's own
+    cache, which no student process can write), never shared with another sandbox."""
+    target = Path(job) / "numba"
+    if seed is not None and Path(seed).is_dir():
+        shutil.copytree(seed, target, symlinks=False, ignore_dangling_symlinks=True,
+                        ignore=shutil.ignore_patterns(".lock", ".seeded", "*.tmp"))
+    target.mkdir(exist_ok=True)
+    return target
+
+
+def children(pid):
+    """The process IDs below ``pid``, read from /proc (the kernel's own data, not a student's file)."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+            found += kids
+            todo += kids
+    return found
+
+
+def kill_tree(proc):
+    """Kill a process this grader started (``start_new_session``), its group and every process
+    below it that /proc still shows; in a sandbox, killing ``bwrap`` ends its whole PID namespace."""
+    below = children(proc.pid) if proc.poll() is None else []
+    for pid in [proc.pid, *below]:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
