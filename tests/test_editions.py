@@ -40,7 +40,18 @@ PAGE_B = [
     "Still the solution.\n\n```{solution-end}\n```\n\nAfter the solution.",
     ("code", "plot()", {"mystnb": {"figure": {"name": "fig-c", "caption": "A plot of $x$ ({eq}`eq-b`)."},
                                    "image": {"alt": "A line."}}}),
+    ("code", "# Guard: the numbers above.\nassert True", {"tags": ["remove-input"]}),
+    ("code", "static_figure()"),
+    ("code", "the_widget()"),
+    "```{exercise} ★★★ Third\n:label: ex-c\n\nWrite g, see {ref}`ex-b`.\n```",
+    ("code", "def g(x):\n    raise NotImplementedError", {"tags": ["exercise-starter"]}),
+    "```{solution-start} ex-c\n:class: dropdown\n```",
+    ("code", "def g(x):\n    return x + 1  # the solution of ex-c"),
+    "```{solution-end}\n```",
+    ("code", "from rnnlab.checks import check\ncheck(\"ex-c\", g)", {"tags": ["exercise-check"]}),
 ]
+PNG = "iVBORw0KGgo="          # stands for a stored picture (base64)
+WIDGET = {"model_id": "abc", "version_major": 2, "version_minor": 0}
 
 
 def _nb(cells):
@@ -49,7 +60,14 @@ def _nb(cells):
         kind, src, *meta = ("markdown", c) if isinstance(c, str) else c
         cell = {"cell_type": kind, "metadata": meta[0] if meta else {}, "source": src}
         if kind == "code":
-            cell.update(execution_count=1, outputs=[{"output_type": "stream", "name": "stdout", "text": "x\n"}])
+            outputs = [{"output_type": "stream", "name": "stdout", "text": "x\n"}]
+            if src in ("plot()", "static_figure()"):
+                outputs.append({"output_type": "display_data", "metadata": {},
+                                "data": {"image/png": PNG, "text/plain": "<Figure>"}})
+            if src == "the_widget()":
+                outputs = [{"output_type": "display_data", "metadata": {},
+                            "data": {"application/vnd.jupyter.widget-view+json": WIDGET, "text/plain": "W"}}]
+            cell.update(execution_count=1, outputs=outputs)
         out.append(cell)
     return {"cells": out, "metadata": {"kernelspec": {"name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
 
@@ -57,7 +75,8 @@ def _nb(cells):
 @pytest.fixture(scope="module")
 def book(tmp_path_factory):
     root = tmp_path_factory.mktemp("book")
-    (root / "_config.yml").write_text(f"title: t\nhtml:\n  baseurl: {BASE}\n")
+    (root / "_config.yml").write_text(f"title: t\nrepository:\n  url: https://github.com/someone/thebook\n"
+                                      f"  branch: main\nhtml:\n  baseurl: {BASE}\n")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
                                    "  - file: book/ch/a\n  - file: book/ch/b\n  - file: book/glossary\n")
     (root / "book" / "ch" / "figures").mkdir(parents=True)
@@ -65,6 +84,7 @@ def book(tmp_path_factory):
     (root / "book" / "glossary.md").write_text("# Glossary\n")
     (root / "book" / "references.bib").write_text(BIB)
     (root / "book" / "ch" / "figures" / "pic.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (root / "book" / "ch" / "figures" / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (root / "book" / "ch" / "a.ipynb").write_text(json.dumps(_nb(PAGE_A)))
     (root / "book" / "ch" / "b.ipynb").write_text(json.dumps(_nb(PAGE_B)))
     return root
@@ -87,7 +107,7 @@ def _full(book, index, name):
 def test_numbers_follow_the_toc_one_counter_per_kind(index):
     t = index.targets
     assert (t["thm-a"].number, t["thm-b"].number, t["thm-c"].number) == (1, None, 2)
-    assert t["prop-b"].number == 1 and t["ex-a"].number == 1 and t["ex-b"].number == 2
+    assert t["prop-b"].number == 1 and t["ex-a"].number == 1 and t["ex-b"].number == 2 and t["ex-c"].number == 3
     assert (t["eq-a"].number, t["eq-b"].number, t["fig-b"].number, t["fig-c"].number) == (1, 2, 1, 2)
     assert t["sec-a"].title == "First section" and index.titles["book/ch/a"] == "Page A"
 
@@ -134,8 +154,11 @@ def test_admonitions_notes_and_figures(book, index):
     assert "<details>\n<summary><b>Reproduction notes: timings</b></summary>\n\nIt took 3 s.\n\n</details>" in notes
     assert "<blockquote>\n\n**Important**\n\nKey point.\n\n</blockquote>" in notes
     figure, cell = cells[4]
-    assert figure == "![A red square](attachment:pic.svg)\n\n*Figure 1.* The caption."
-    assert list(cell["attachments"]["pic.svg"]) == ["image/svg+xml"]
+    # The PNG beside the SVG, at the repository's raw URL (Colab renders no attachment, JupyterLab 4
+    # no SVG attachment); the alt text kept.
+    assert figure == ("![A red square](https://raw.githubusercontent.com/someone/thebook/main/book/ch/figures/pic.png)"
+                      "\n\n*Figure 1.* The caption.")
+    assert "attachments" not in cell
 
 
 def test_gated_solution_folds_across_cells_in_the_full_edition(book, index):
@@ -159,8 +182,55 @@ def test_student_edition_has_no_solution_and_converted_text(book, index):
     for secret in ("The idea, in words", "return x", "Still the solution", "<details>\\n<summary><b>Solution"):
         assert secret not in text
     sources = ["".join(c["source"]) for c in student["cells"]]
-    assert "### Exercise 2 ★: Code it\n\nWrite f." in sources
+    # Numbered within the notebook (the book's Exercise 2 and 3 are this page's 1 and 2), references too.
+    assert "### Exercise 1 ★: Code it\n\nWrite f." in sources
+    assert "### Exercise 2 ★★★: Third\n\nWrite g, see Exercise 1 (★ Code it)." in sources
     assert "{exercise}" not in text and "{cite}" not in text
+    assert "the solution of ex-c" not in text
+
+
+def test_student_banner_sends_the_student_nowhere_near_the_solutions(book, index):
+    nb = json.loads((book / "book" / "ch" / "b.ipynb").read_text())
+    student, _ = editions.student_edition(nb, "ch/b.ipynb", index)
+    banner = "".join(student["cells"][1]["source"])
+    assert "Student version" in banner
+    assert "book/" not in banner and "chapter notebook" not in banner and "edit" not in banner.lower()
+
+
+def test_guard_cells_are_folded_in_both_editions(book, index):
+    nb = json.loads((book / "book" / "ch" / "b.ipynb").read_text())
+    full = editions.full_edition(nb, "ch/b.ipynb", index)
+    student, _ = editions.student_edition(nb, "ch/b.ipynb", index)
+    for edition in (full, student):
+        guard = next(c for c in edition["cells"] if "assert True" in "".join(c["source"]))
+        assert "".join(guard["source"]) == "# @title Guard: the numbers above.\nassert True"
+        assert guard["metadata"]["cellView"] == "form"
+        assert guard["metadata"]["jupyter"] == {"source_hidden": True}
+
+
+def test_run_all_checks_the_starter_before_the_solution(book, index):
+    nb = json.loads((book / "book" / "ch" / "b.ipynb").read_text())
+    sources = ["".join(c["source"]) for c in editions.full_edition(nb, "ch/b.ipynb", index)["cells"]]
+    starter = sources.index("def g(x):\n    raise NotImplementedError")
+    check = next(i for i, s in enumerate(sources) if 'check("ex-c", g)' in s)
+    solution = next(i for i, s in enumerate(sources) if "the solution of ex-c" in s)
+    assert starter < check < solution
+    assert sources[check + 1].startswith("<details>") or sources[check + 1] == sources[solution]
+
+
+def test_pictures_show_before_running_and_widgets_say_what_they_show(book, index):
+    nb = json.loads((book / "book" / "ch" / "b.ipynb").read_text())
+    full = editions.full_edition(nb, "ch/b.ipynb", index)
+    student, _ = editions.student_edition(nb, "ch/b.ipynb", index)
+    picture = [{"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {}}]
+    for edition in (full, student):
+        cells = {"".join(c["source"]): (k, c) for k, c in enumerate(edition["cells"])}
+        assert cells["plot()"][1]["outputs"] == picture            # a captioned figure
+        assert cells["static_figure()"][1]["outputs"] == picture   # the static figure before a widget
+        k, widget = cells["the_widget()"]
+        assert widget["outputs"] == []
+        note = "".join(edition["cells"][k - 1]["source"])
+        assert note.startswith("**Interactive figure.** The next cell shows an interactive version of the figure above")
 
 
 @pytest.mark.parametrize("source, message", [
@@ -217,14 +287,94 @@ def test_every_edition_notebook_is_free_of_myst(real_editions):
                 assert not pattern.search(src), f"{edition}/{rel}, cell {n}: {what}"
 
 
-def test_full_edition_keeps_every_cell_of_the_chapter_and_no_output(real_editions):
+def test_full_edition_keeps_every_cell_of_the_chapter_and_only_pictures(real_editions):
     for (edition, rel), (text, _, chapter) in real_editions.items():
         if edition != "full":
             continue
         nb = json.loads(text)
         code = [c for c in nb["cells"] if c["cell_type"] == "code"]
         assert len(code) == sum(c["cell_type"] == "code" for c in chapter["cells"]), rel
-        assert all(c["outputs"] == [] and c["execution_count"] is None for c in code), rel
+        for c in code:
+            assert c["execution_count"] is None, rel
+            assert all(set(o["data"]) == {"image/png"} for o in c["outputs"]), rel
+
+
+def test_editions_respect_colabs_limits(real_editions):
+    """Colab renders no cell attachment (googlecolab/colabtools#3836) and no SVG data URI (#2092);
+    the pictures are PNGs at the repository's URL, each a file of the repository."""
+    prefix = myst.raw_url(ROOT, "")
+    for (edition, rel), (text, _, _) in real_editions.items():
+        nb = json.loads(text)
+        assert not any("attachments" in c for c in nb["cells"]), f"{edition}/{rel}: a cell attachment"
+        assert "data:image/svg" not in text and "attachment:" not in text, f"{edition}/{rel}"
+        for c in nb["cells"]:
+            if c["cell_type"] != "markdown":
+                continue
+            for alt, url in re.findall(r"!\[([^\]]*)\]\(([^)\s]+)\)", "".join(c["source"])):
+                assert alt.strip(), f"{edition}/{rel}: an image without alt text"
+                assert url.startswith(prefix) and url.endswith(".png"), url
+                path = ROOT / url[len(prefix):]
+                assert path.is_file() and path.stat().st_size < 150_000, url
+
+
+def test_run_all_never_runs_a_solution_before_its_check(real_editions):
+    for (edition, rel), (text, _, _) in real_editions.items():
+        last = None
+        for c in json.loads(text)["cells"]:
+            src, tags = "".join(c["source"]), c.get("metadata", {}).get("tags", [])
+            if c["cell_type"] != "code":
+                continue
+            if "exercise-starter" in tags:
+                last = "starter"
+            elif src.startswith("# @title Solution to"):
+                last = "solution"
+            elif "exercise-check" in tags:
+                assert last == "starter", f"{edition}/{rel}: a solution runs before {src.splitlines()[-1]}"
+
+
+def test_every_captioned_figure_shows_before_running(real_editions):
+    """A caption ("*Figure N.* ...") follows a picture: an image in its cell, or the cell above
+    stores one."""
+    for (edition, rel), (text, _, _) in real_editions.items():
+        cells = json.loads(text)["cells"]
+        for k, c in enumerate(cells):
+            src = "".join(c["source"])
+            if c["cell_type"] == "markdown" and re.search(r"^\*Figure \d+\.\*", src, re.M):
+                caption_at = re.search(r"^\*Figure \d+\.\*", src, re.M).start()
+                has_image = "![" in src[:caption_at]
+                above = cells[k - 1] if k else {}
+                assert has_image or above.get("outputs"), f"{edition}/{rel}, cell {k + 1}: a caption under no picture"
+
+
+def test_student_edition_folds_as_the_full_edition(real_editions):
+    for (edition, rel), (text, _, _) in real_editions.items():
+        for c in json.loads(text)["cells"]:
+            tags = c.get("metadata", {}).get("tags", [])
+            if c["cell_type"] == "code" and any(t in tags for t in editions.FOLD_TAGS):
+                assert c["metadata"].get("jupyter") == {"source_hidden": True}, (edition, rel)
+                assert c["metadata"].get("cellView") == "form" and c["source"][0].startswith("# @title")
+
+
+def test_student_exercises_are_numbered_within_the_notebook(real_editions):
+    for (edition, rel), (text, _, _) in real_editions.items():
+        if edition == "student":
+            numbers = [int(n) for c in json.loads(text)["cells"] if c["cell_type"] == "markdown"
+                       for n in re.findall(r"^### Exercise (\d+)", "".join(c["source"]), re.M)]
+            assert numbers == list(range(1, len(numbers) + 1)), (rel, numbers)
+
+
+def test_classroom_code_imports_nothing_of_the_books_maintenance():
+    """Imports point one way: rnnlab.book (editions) uses rnnlab.checks, never the reverse."""
+    import ast
+
+    for path in (ROOT / "rnnlab" / "checks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            if isinstance(node, ast.ImportFrom):
+                name = "." * node.level + (node.module or "")
+                assert not (name.startswith("rnnlab.book") or (node.level >= 2 and (node.module or "").startswith("book"))), \
+                    f"{path.relative_to(ROOT)} imports {name}"
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.startswith("rnnlab.book") for a in node.names), path
 
 
 def test_a_code_cell_figure_gets_its_numbered_caption_below_it(book, index):

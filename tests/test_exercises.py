@@ -15,6 +15,7 @@ import re
 import pytest
 
 from rnnlab import book, checks
+from rnnlab.book import editions
 from rnnlab.checks import student as st
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -132,11 +133,11 @@ def test_the_reference_passes_and_wrong_answers_fail(label):
 
 
 def test_student_folder_is_current():
-    assert st.stale_student_notebooks(ROOT) == []
+    assert editions.stale_student_notebooks(ROOT) == []
 
 
 def test_student_notebooks_leak_nothing():
-    files = st.student_files(ROOT)
+    files = editions.student_files(ROOT)
     assert files
     for rel, (text, removed, chapter) in files.items():
         student = json.loads(text)
@@ -152,7 +153,7 @@ def test_student_notebooks_leak_nothing():
 def test_every_exercise_gets_an_answer_cell():
     """Prose exercises where their solution was; code exercises after their check
     (for the questions they ask in words)."""
-    for rel, (text, _, chapter) in st.student_files(ROOT).items():
+    for rel, (text, _, chapter) in editions.student_files(ROOT).items():
         student = json.loads(text)
         answers = [re.search(r"\((ex-[\w-]+)\)", _src(c)).group(1)
                    for c in student["cells"] if st.ANSWER_TAG in _tags(c)]

@@ -58,7 +58,7 @@ def main(argv=None):
         print(f"wrote {len(written)} edition notebooks under full/ and student/")
         return 0
     if args.command == "student":
-        from ..checks.student import write_student_notebooks
+        from .editions import write_student_notebooks
 
         if len(args.paths) != 1:
             parser.error("student needs one output folder, e.g. `python -m rnnlab.book student student/`")

@@ -14,8 +14,12 @@ the numbers the online book shows:
 * solutions: a collapsed ``<details>`` block (the full edition);
 * admonitions: a ``<blockquote>`` with a bold title; dropdown admonitions (the
   reproduction notes) a collapsed ``<details>`` block;
-* figures: the image as a cell attachment (SVG or PNG, so it shows offline)
-  and its caption, numbered;
+* figures: the image as a Markdown image at an absolute URL, the
+  repository's raw file (:func:`raw_url`; an SVG schematic is shown by the PNG
+  that ``rnnlab.figures`` writes beside it), with its alt text, and its
+  caption, numbered: JupyterLab 4 and Notebook 7 do not render an SVG cell
+  attachment and Colab renders no cell attachment and no SVG data URI, while
+  every notebook front end (and GitHub's viewer) shows a PNG at a URL;
 * roles: ``{cite}`` as "(Author, year)" linked to the online bibliography,
   ``{eq}``/``{ref}``/``{numref}``/``{prf:ref}``/``{doc}``/``{term}`` as the
   text the book shows, linked to the online page when the target lies on
@@ -33,7 +37,6 @@ not know is an error that names it, never raw MyST left in an edition.
 """
 from __future__ import annotations
 
-import base64
 import dataclasses
 import json
 import pathlib
@@ -346,9 +349,17 @@ class Context:
     index: BookIndex
     doc: str                          # the page being converted, "book/x/y"
     solutions: bool = True            # full edition: solutions as <details>
-    attachments: dict = dataclasses.field(default_factory=dict)   # filled by figures
+    attachments: dict = dataclasses.field(default_factory=dict)   # kept empty: figures are URLs
     where: str = ""                   # for error messages: "book/x/y.ipynb, cell 12"
     gated: str | None = None          # label of the gated solution open across cells
+    local_numbers: dict | None = None  # {exercise label: number within the notebook} (student edition)
+
+    def localised(self, label, target: Target):
+        """``target`` with the number this edition prints: an exercise of this notebook numbered
+        within it when ``local_numbers`` is set (the student edition), else the book's number."""
+        if self.local_numbers and label in self.local_numbers and target.doc == self.doc:
+            return dataclasses.replace(target, number=self.local_numbers[label])
+        return target
 
     def link(self, text, target: Target, anchor):
         """``text``, linked to the online page when ``target`` lies on another page."""
@@ -405,7 +416,7 @@ def render_role(name, content, ctx: Context):
         return ctx.link(f"({t.number})", t, _anchor(content.strip(), t))
     if name in ("ref", "prf:ref", "numref"):
         title, label = _title_and_label(content)
-        t = index.get(label, ctx.where)
+        t = ctx.localised(label, index.get(label, ctx.where))
         if name == "numref":
             text = (title.replace("%s", str(t.number)).replace("{number}", str(t.number))
                     if title else _target_text(t))
@@ -559,7 +570,7 @@ def _wrap_gated(text, marks, ctx):
 
 
 def solution_title(label, ctx):
-    t = ctx.index.get(label, ctx.where)
+    t = ctx.localised(label, ctx.index.get(label, ctx.where))
     return f"Solution to {_target_text(t)}"
 
 
@@ -591,7 +602,7 @@ def render_directive(d: Directive, ctx: Context):
     if d.name == "exercise":
         if not label:
             raise MystError(f"{ctx.where}: an {{exercise}} without a :label:")
-        t = ctx.index.get(label, ctx.where)
+        t = ctx.localised(label, ctx.index.get(label, ctx.where))
         stars, title = difficulty(d.argument)
         head = f"Exercise {t.number}" if t.number else "Exercise"
         head += f" {stars}" if stars else ""
@@ -645,8 +656,36 @@ def _proof(body):
     return lines
 
 
-_MIME = {".svg": "image/svg+xml", ".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-         ".gif": "image/gif"}
+def raw_url(root, rel):
+    """The absolute URL of the repository file ``rel`` (a path from the repository root) on
+    ``repository.branch`` of ``repository.url`` (``_config.yml``): GitHub's raw files
+    (``https://raw.githubusercontent.com/OWNER/REPO/BRANCH/rel``), else ``URL/raw/BRANCH/rel``."""
+    from .maintenance import config_value, repository_url
+
+    url = repository_url(root).rstrip("/").removesuffix(".git")
+    branch = config_value(root, "repository", "branch") or "main"
+    m = re.match(r"^https://github\.com/([^/]+)/([^/]+)$", url)
+    if m:
+        return f"https://raw.githubusercontent.com/{m.group(1)}/{m.group(2)}/{branch}/{rel}"
+    return f"{url}/raw/{branch}/{rel}"
+
+
+NOTEBOOK_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif")
+
+
+def notebook_image(path):
+    """The file a notebook shows for the book's image ``path``: itself when it is a PNG, JPEG
+    or GIF, the PNG beside it for an SVG (``python -m rnnlab.figures`` writes both)."""
+    path = pathlib.Path(path)
+    if path.suffix.lower() in NOTEBOOK_IMAGE_SUFFIXES:
+        return path
+    if path.suffix.lower() == ".svg":
+        return path.with_suffix(".png")
+    return None
+
+
+def _markdown_alt(text):
+    return " ".join(str(text).split()).replace("[", "(").replace("]", ")")
 
 
 def _figure(d: Directive, body, ctx: Context):
@@ -655,17 +694,19 @@ def _figure(d: Directive, body, ctx: Context):
     if not alt:
         raise MystError(f"{ctx.where}: the {{{d.name}}} {src} has no :alt: text")
     if re.match(r"^https?://", src):
-        image = f"![{alt}]({src})"
+        url = src
     else:
         path = (ctx.index.root / pathlib.PurePosixPath(ctx.doc).parent / src)
         if not path.exists():
             raise MystError(f"{ctx.where}: the image {src} does not exist ({path})")
-        mime = _MIME.get(path.suffix.lower())
-        if mime is None:
+        shown = notebook_image(path)
+        if shown is None:
             raise MystError(f"{ctx.where}: the image {src} is not SVG, PNG, JPEG or GIF")
-        name = path.name
-        ctx.attachments[name] = {mime: base64.b64encode(path.read_bytes()).decode("ascii")}
-        image = f"![{alt}](attachment:{name})"
+        if not shown.exists():
+            raise MystError(f"{ctx.where}: the notebooks show {src} as {shown.name}, which does not exist "
+                            "(python -m rnnlab.figures writes a PNG beside each schematic)")
+        url = raw_url(ctx.index.root, shown.resolve().relative_to(ctx.index.root.resolve()).as_posix())
+    image = f"![{_markdown_alt(alt)}]({url})"
     if d.name == "image":
         return [image]
     label = d.options.get("name") or d.options.get("label")

@@ -120,6 +120,29 @@ def watch(context, stubs: dict[str, tuple[str, str]] | None = None) -> WatchedPa
     return watched
 
 
+def serve_files(page, url_prefix: str, root) -> list:
+    """Answer every request of ``page`` under ``url_prefix`` with the file of the same relative path
+    under the folder ``root`` (404 when there is none), without the network: the editions' absolute
+    image URLs (the repository's raw files) mapped to this checkout. Returns the list of URLs served.
+    Register it after :func:`watch` (Playwright tries the routes registered last first)."""
+    from pathlib import Path
+
+    served = []
+    root = Path(root).resolve()
+
+    def route(r):
+        rel = r.request.url[len(url_prefix):].split("?")[0].split("#")[0]
+        path = (root / rel).resolve()
+        if root in path.parents and path.is_file():
+            served.append(r.request.url)
+            r.fulfill(status=200, path=str(path))
+        else:
+            r.fulfill(status=404, body="not in this checkout")
+
+    page.route(url_prefix + "**", route)
+    return served
+
+
 def wait_until(predicate, timeout=30.0, interval=0.2, message="condition"):
     """Poll ``predicate()`` until it is truthy; return its value, or fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
