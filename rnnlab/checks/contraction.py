@@ -35,6 +35,7 @@ def _identity_rate(W):
 
 exercise(
     "ex-ctr-linear",
+    answers=("rnnlab.theory.contraction:rate_in_metric",), fixed=True,
     notebook=_BOOK + "01_contraction_in_one_page",
     name="identity_rate",
     signature="identity_rate(W)",
@@ -62,6 +63,7 @@ def _theorem4_eps(W, g=1.0):
 
 exercise(
     "ex-ctr-thm4",
+    answers=("rnnlab.theory.theorems:certify_theorem4",),
     notebook=_BOOK + "02_six_theorems",
     name="theorem4_eps",
     signature="theorem4_eps(W, g=1.0)",
@@ -90,6 +92,7 @@ def _theorem1_abscissa(W, g=1.0):
 
 exercise(
     "ex-ctr-thm1-scratch",
+    answers=("rnnlab.theory.theorems:certify_theorem1",),
     notebook=_BOOK + "02_six_theorems",
     name="theorem1_abscissa",
     signature="theorem1_abscissa(W, g=1.0)",
@@ -231,6 +234,7 @@ def _hierarchy_cases():
 
 exercise(
     "ex-ctr-hierarchy",
+    answers=("rnnlab.theory.assembly:certify_hierarchy",),
     notebook=_BOOK + "04_networks_of_networks",
     name="hierarchy_weight",
     signature="hierarchy_weight(M1, lam1, M2, lam2, G, lam)",
@@ -259,6 +263,7 @@ def _combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True
 
 exercise(
     "ex-ctr-params",
+    answers=("rnnlab.models.combo_modules:sparse_combo_net_num_params",),
     notebook=_BOOK + "04_networks_of_networks",
     name="combo_net_num_params",
     signature="combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True)",

@@ -148,6 +148,7 @@ def _jacobian_hidden(rng):
 
 exercise(
     "ex-found-jacobian", notebook=NB, name="tanh_rnn_jacobian",
+    answers=("rnnlab.theory.jacobians:recurrent_jacobian",),
     signature="tanh_rnn_jacobian(W, U, h, x)",
     reference=_tanh_rnn_jacobian,
     cases=_jacobian_cases, difficulty=2, hidden=_jacobian_hidden,
@@ -213,10 +214,14 @@ exercise(
     signature="gradient_growth_rate(W, h0, nonlinearity)",
     reference=_measured_growth_rate,
     cases=_growth_cases,
-    rtol=0.0, atol=0.01, difficulty=3,
-    hint="once the state has settled at a fixed point, every step multiplies the gradient by the "
-         "same Jacobian: which fixed point does the trajectory from h0 reach, and what is the "
-         "largest eigenvalue modulus of the Jacobian there?",
+    rtol=0.0, atol=0.01, difficulty=3, fixed=True,
+    answers=("rnnlab.theory.horizon:cumulative_log_norms", "rnnlab.widgets.dynamics:gradient_norms"),
+    hint="the rate is the slope of log ||dh_T/dh_0|| once the trajectory has settled: where does the "
+         "state go from h0?",
+    hints=("once the state has settled at a fixed point, every step multiplies the gradient by the "
+           "same Jacobian: which fixed point does the trajectory from h0 reach?",
+           "the rate is the log of the largest eigenvalue modulus of the Jacobian at that fixed point "
+           "(for the linear cousin, of W itself)."),
 )
 
 

@@ -61,6 +61,7 @@ def _two_mode_cases():
 
 exercise(
     "ex-lds-bprime-2", notebook="lds/01_modal_form", name="two_mode_input_weights",
+    answers=("rnnlab.models.lds:modal_input_weights",),
     signature="two_mode_input_weights(lam)",
     reference=_two_mode_reference, cases=_two_mode_cases,
     difficulty=2,
@@ -105,6 +106,7 @@ def _modal_lds_cases():
 
 exercise(
     "ex-lds-scratch", notebook="lds/01_modal_form", name="modal_lds",
+    answers=("rnnlab.models.lds:LDS",),
     signature="modal_lds(theta, C, x)",
     reference=_modal_lds_reference, cases=_modal_lds_cases, rtol=1e-8, atol=1e-8,
     difficulty=2,
@@ -143,14 +145,18 @@ def _delay_compare(got, expected):
         return "expected a pair (lam, C) of complex tensors of the same length n"
     if lam.shape != C.shape:
         return f"lam has {lam.numel()} entries but C has {C.numel()}"
-    if bool((lam.abs() > 1 + 1e-9).any()):
-        return "an eigenvalue lies outside the unit circle (|lambda| > 1)"
     k = expected[0].numel() - 1
+    if lam.numel() > 64 * (k + 1):
+        return f"{lam.numel()} modes are far more than a delay of {k} steps needs"
+    if not bool(torch.isfinite(lam).all() and torch.isfinite(C).all()):
+        return "lam and C must be finite numbers (no NaN or inf)"
+    if not bool((lam.abs() <= 1 + 1e-9).all()):        # written so that NaN fails too
+        return "an eigenvalue lies outside the unit circle (|lambda| > 1)"
     h = _impulse_response(lam, C, 2 * k + 1)
     want = torch.zeros(2 * k + 1, dtype=torch.float64)
     want[k] = 1.0
     err = (h - want).abs()
-    if bool((err > 1e-8).any()):
+    if not bool((err <= 1e-8).all()):
         m = int(err.argmax())
         return (f"the response to one impulse at step 1 is {h[m].item():.4g} at lag {m} "
                 f"(wanted {want[m].item():.0f}: 1 at lag {k}, 0 at every other lag up to {2 * k})")
@@ -163,6 +169,7 @@ def _delay_cases():
 
 exercise(
     "ex-lds-delay", notebook="lds/01_modal_form", name="delay_line",
+    fixed=True,
     signature="delay_line(k)",
     reference=_delay_reference, cases=_delay_cases, compare=_delay_compare, difficulty=2,
     hint="with B' = 1 the response at lag m is Re sum_j C_j lambda_j^m: choose the "
@@ -264,6 +271,7 @@ def _second_layer_cases():
 
 exercise(
     "ex-ldstack-by-hand", notebook="lds/02_ldstack", name="second_layer",
+    answers=("rnnlab.kernels.stack_scan_torch:modal_stack_scan_ref",),
     signature="second_layer(lam, drive)",
     reference=_second_layer_reference, cases=_second_layer_cases,
     difficulty=2,

@@ -81,6 +81,7 @@ def _gru_jacobian_cases():
 
 exercise(
     "ex-lr-gru-jacobian", notebook=NB3, name="gru_jacobian", signature="gru_jacobian(W, drive, h_prev)",
+    answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
     reference=_gru_jacobian_reference, cases=_gru_jacobian_cases,
     hint="W is (3, n, n) for the gates r, z, n and drive (3, n). h' = (1 − z) n + z h: differentiate both "
          "appearances of h and of z; the candidate n sees h through W_n (r ⊙ h), whose derivative is "
@@ -207,6 +208,7 @@ def _ed_cases():
 
 exercise(
     "ex-lr-effective-dim", notebook=NB4, name="effective_dim", signature="effective_dim(X, k)",
+    answers=("rnnlab.control.imitation:effective_dimensionality",),
     reference=_ed_reference, cases=_ed_cases, rtol=1e-6, atol=1e-9,
     hint="Centre the columns of X (PCA does), take the singular values s of the centred matrix; the variance "
          "of component i is s_i²: return the sum of the k largest s² over the sum of all.")

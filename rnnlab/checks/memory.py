@@ -40,6 +40,7 @@ def _read_weights_cases():
 
 exercise(
     "ex-mem-read-weights", notebook=NB1, name="stack_read_weights", signature="stack_read_weights(s)",
+    answers=("rnnlab.kernels.memory_torch:_read_weights",),
     reference=_read_weights_reference, cases=_read_weights_cases, difficulty=1,
     hint="Go from the top (the last entry) down: each row gives what it has, but never more than "
          "what is left of the total of 1, and never less than 0.")
@@ -72,6 +73,7 @@ def _queue_by_hand_compare(got, expected):
 
 exercise(
     "ex-mem-queue-by-hand", notebook=NB1, name="queue_reads_by_hand", signature="queue_reads_by_hand()",
+    answers=("rnnlab.kernels.memory:neural_memory",), fixed=True,
     reference=_queue_by_hand_reference, cases=lambda: [Case((), show="d = (0.6, 0.7, 0.4), u = (0, 0.2, 0.9)")],
     compare=_queue_by_hand_compare, difficulty=1,
     hint="Each step pops from the front (the oldest row) first, then pushes, then reads from the front "
@@ -124,6 +126,7 @@ def _reversal_cases():
 
 exercise(
     "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
+    fixed=True,
     reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=2,
     hint="Every step pops, then pushes, then reads. The first read of the output has to see the last "
          "symbol pushed; after that, each step must remove exactly one row before it reads.")
@@ -154,6 +157,7 @@ def _pop_grad_cases():
 
 exercise(
     "ex-mem-pop-grad", notebook=NB2, name="pop_gradients", signature="pop_gradients(s_prev, u, g)",
+    answers=("rnnlab.kernels.memory_torch:_pop",),
     reference=_pop_grad_reference, cases=_pop_grad_cases, difficulty=2,
     hint="Only rows that keep some strength pass gradient back; of those, the rows that are partly "
          "popped also send it to u (with a minus sign) and to every row above them (eq. 16-17).")
@@ -183,6 +187,7 @@ def _queue_pop_grad_cases():
 
 exercise(
     "ex-mem-queue-backward", notebook=NB2, name="queue_pop_gradients",
+    answers=("rnnlab.kernels.memory_torch:_pop",),
     signature="queue_pop_gradients(s_prev, u, g)",
     reference=_queue_pop_grad_reference, cases=_queue_pop_grad_cases, difficulty=2,
     hint="The queue pops from the front: a row's pop depends on the rows in front of it (below it), so "
@@ -213,6 +218,7 @@ def _fine_cases():
 
 exercise(
     "ex-mem-fine-accuracy", notebook=NB3, name="fine_accuracy",
+    answers=("rnnlab.tasks.transduction:transduction_accuracy",),
     signature="fine_accuracy(prediction, target, end)",
     reference=_fine_reference, cases=_fine_cases, difficulty=1,
     hint="The target ends with the end symbol too: count the correct symbols before the first "
