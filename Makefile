@@ -83,8 +83,9 @@ test-fp: $(STAMP)
 
 # The book built from the notebooks' stored outputs (execution off, warnings are errors) into a
 # folder of its own (pytest's temporary one; RNNLAB_BROWSER_BUILD=dir keeps it), then every page in
-# headless Chromium with no network (console errors, failed requests, math, widget snapshots, links)
-# and every widget live under Voila, with a kernel (tests/browser).
+# headless Chromium with no network (console errors, failed requests, math, widget snapshots, links),
+# every widget live under Voila, with a kernel, and a few notebooks of full/ and student/ in a real
+# JupyterLab 4, their links checked against the built book (tests/browser).
 # ensure_chromium.sh finds Chromium or installs it (Debian's package when root, else Playwright's).
 test-browser: $(STAMP)
 	sh tests/browser/ensure_chromium.sh $(PY)
@@ -101,8 +102,8 @@ editions: $(STAMP)
 
 student: editions
 
-# The book's schematics (rnnlab.figures), drawn by code into book/<chapter>/figures/*.svg;
-# tests/test_figures.py checks that the committed SVGs are current.
+# The book's schematics (rnnlab.figures), drawn by code into book/<chapter>/figures/*.svg (the online
+# book) and *.png beside them (the notebook editions); tests/test_figures.py checks that both are current.
 figures: $(STAMP)
 	$(PY) -m rnnlab.figures
 
