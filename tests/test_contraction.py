@@ -662,3 +662,23 @@ def test_empirical_check_with_too_large_a_step_is_inconclusive_not_agreeing():
     assert "inconclusive" in str(chk)
     auto = th.check_certificate(cert, W, u=np.array([-10.0, 1.0]), T=5.0, rng=0)
     assert auto.euler_bound > 0 and auto.agrees is True
+
+
+def test_theory_modules_import_one_way():
+    """contraction is the base: theorems and counterexamples import it, it imports neither (issue 37)."""
+    import ast
+    import pathlib
+
+    import rnnlab.theory.contraction as base
+
+    def imported(module):
+        tree = ast.parse(pathlib.Path(module.__file__).read_text())
+        return {(node.module or "").lstrip(".") for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.level == 1}
+
+    import rnnlab.theory.counterexamples as counterexamples
+    import rnnlab.theory.theorems as theorems
+    assert not imported(base) & {"theorems", "counterexamples"}
+    assert "counterexamples" not in imported(theorems)
+    for name in ["certify_theorem1", "certify_theorem6", "find_common_metric", "theorem7_margin_grid"]:
+        assert getattr(th, name) is getattr(theorems if name.startswith("certify") else counterexamples, name)

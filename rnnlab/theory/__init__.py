@@ -45,25 +45,21 @@ from .contraction import (
     Certificate,
     certify_continuous,
     certify_discrete,
-    certify_theorem1,
-    certify_theorem2,
-    certify_theorem3,
-    certify_theorem4,
-    certify_theorem5,
-    certify_theorem6,
     contraction_rate_continuous,
     contraction_rate_discrete,
-    find_common_metric,
     jacobian,
     metric_jacobian_sym,
     rate_in_metric,
     slope_vertices,
     sym,
+)
+from .counterexamples import (
+    find_common_metric,
     theorem1_counterexample,
+    theorem7_conditions,
     theorem7_counterexample,
     theorem7_critical_c,
     theorem7_critical_eps,
-    theorem7_conditions,
     theorem7_margin_grid,
 )
 from .horizon import (HorizonRow, MemoryHorizon, carry_factors, cumulative_log_norms, default_drive, horizon_row,
@@ -72,6 +68,8 @@ from .jacobians import appendix_jacobian, autograd_jacobian, recurrent_jacobian
 from .simulation import (EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, euler_step_for,
                          piecewise_input, simulate)
 from .laws import LawRow, initialisation_laws, law_verdicts, laws_table, paper_grid
+from .theorems import (certify_theorem1, certify_theorem2, certify_theorem3, certify_theorem4, certify_theorem5,
+                       certify_theorem6)
 from .spectra import (cell_spectra, effective_rank, eigenvalues, matrix_spectra, singular_values, spectral_norm,
                       spectral_radius, truncated_haar_mean_modulus)
 

@@ -27,8 +27,9 @@ LMIs are solved with cvxpy and its open-source solvers (Clarabel, else SCS).
 The module follows the chapter's pages: this file holds the certificate, the
 definitions of appendix A.2 and the exact check over the slope box (page 1);
 :mod:`.theorems` holds Theorems 1-6 (page 2) and :mod:`.counterexamples` the
-C.2 counterexample and Theorem 7 (page 3). Every name of the three stays
-importable from here.
+C.2 counterexample and Theorem 7 (page 3). Imports go one way: the two build on
+this module, which imports neither; :mod:`rnnlab.theory` exports the public
+names of all three.
 """
 from __future__ import annotations
 
@@ -380,14 +381,3 @@ def _psd(expr):
     """Symmetrise a cvxpy expression so that ``>>`` accepts it."""
     return (expr + expr.T) / 2
 
-
-# The theorems (page 2) and the counterexamples (page 3) live in their own modules; every name stays
-# importable from here.
-from .theorems import (  # noqa: E402,F401
-    certify_theorem1, certify_theorem2, _pos_diag, certify_theorem3, _topological_order, certify_theorem4,
-    _scaled_norm, _theorem5_lmi, certify_theorem5, _diag_stability_margin, certify_theorem6,
-)
-from .counterexamples import (  # noqa: E402,F401
-    theorem1_counterexample, find_common_metric, theorem7_counterexample, _bisect, theorem7_critical_c,
-    theorem7_critical_eps, theorem7_conditions, theorem7_margin_grid,
-)

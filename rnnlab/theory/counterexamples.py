@@ -3,7 +3,8 @@
 The chapter's third page (``book/contraction/03_counterexamples``): the C.2
 matrix, the SDP search for a common constant metric over a set of slope
 patterns, Theorem 7's rotation, its critical values and the necessary
-conditions of its proof. :mod:`rnnlab.theory.contraction` re-exports every name here.
+conditions of its proof. Built on :mod:`.contraction` and :mod:`.theorems` (neither imports
+this module); :mod:`rnnlab.theory` exports the public names.
 """
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ The chapter's second page (``book/contraction/02_six_theorems``). Each
 ``certify_theoremN`` decides its theorem's condition for a given ``W`` and slope
 bound ``g`` and returns a :class:`rnnlab.theory.contraction.Certificate`; the
 conventions (forms, rates, margins) are those of :mod:`rnnlab.theory.contraction`,
-which re-exports every name here.
+which this module builds on (it imports nothing from here); :mod:`rnnlab.theory`
+exports the public names.
 """
 from __future__ import annotations
 
