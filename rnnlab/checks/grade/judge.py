@@ -144,6 +144,17 @@ class Judge:
         return core.verdict(ex, problem.cases, problem.expected, result, hidden=problem.hidden,
                             hint_tier=0).as_dict()
 
+    def blocked(self, ex):
+        """What raises in ``ex``'s candidate: its own :meth:`~rnnlab.checks.core.Exercise.blocked_names`
+        and the reference of every exercise (no student solution calls the checks' own answers)."""
+        names = list(ex.blocked_names())
+        for other in core.exercises():
+            ref = other.reference
+            qualname, module = getattr(ref, "__qualname__", ""), getattr(ref, "__module__", None)
+            if qualname and "<" not in qualname and module and f"{module}:{qualname}" not in names:
+                names.append(f"{module}:{qualname}")
+        return names
+
     def command(self, job, blocked):
         """The candidate's command line: in its own sandbox (:mod:`.sandbox`) unless ``--unsafe``."""
         argv = [sys.executable, "-c", sandbox.BOOT, sandbox.__file__]
@@ -170,8 +181,8 @@ class Judge:
             (job / "candidate.pkl").write_bytes(data)
             if self.boxed:
                 boxes.seed_numba_cache(self.numba_seed, job)
-            command, env, cwd = self.command(job, ex.blocked_names())
-            proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            command, env, cwd = self.command(job, self.blocked(ex))
+            proc = boxes.popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             reader = _Lines(proc.stdout, problem.line_cap)
             records, began, timed_out = [], time.monotonic(), False

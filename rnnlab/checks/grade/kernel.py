@@ -260,7 +260,7 @@ def run(cells, exercises, opts):
         else:
             command, env, cwd = [*opts.prefix, *argv], environment(tmp / "tmp", opts.jobs), tmp / "work"
         with open(tmp / "stderr.txt", "wb") as err:
-            proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            proc = sandbox.popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
             try:
                 proc.wait(timeout=opts.timeout)

@@ -168,6 +168,28 @@ def command(argv, job, env, cwd=f"{JOB}/work"):
     return [*args, "--", *argv]
 
 
+def popen(command, **kwargs):
+    """``subprocess.Popen`` of a :func:`command`: bwrap reads its arguments from a pipe
+    (``--args FD``), so that the sandbox's PID 1 (bwrap) shows no host path in its
+    ``/proc/1/cmdline``; any other command is started as it is."""
+    if not command or command[0] != bwrap():
+        return subprocess.Popen(command, **kwargs)
+    cut = command.index("--")             # the options go through the pipe, the command (inside paths) not
+    data = b"".join(os.fsencode(str(arg)) + b"\0" for arg in command[1:cut])
+    read, write = os.pipe()
+    try:
+        if len(data) > 60_000:
+            raise ValueError("the sandbox's arguments do not fit a pipe")
+        os.write(write, data)
+        os.close(write)
+        write = None
+        return subprocess.Popen([command[0], "--args", str(read), *command[cut:]], pass_fds=(read,), **kwargs)
+    finally:
+        os.close(read)
+        if write is not None:
+            os.close(write)
+
+
 def seed_numba_cache(seed, job):
     """A fresh numba cache for one sandbox (``job/numba``): a copy of ``seed`` (the grader's own
     cache, which no student process can write), never shared with another sandbox."""
