@@ -386,3 +386,23 @@ def test_a_code_cell_figure_gets_its_numbered_caption_below_it(book, index):
         at = sources.index("plot()")
         assert sources[at + 1] == "*Figure 2.* A plot of $x$ ((2))."
         assert edition["cells"][at]["metadata"].get("mystnb") is None
+
+
+def test_pinned_notebooks_show_the_pictures_of_their_version(tmp_path):
+    """A teacher's ``sync-setup --ref TAG`` pins rnnlab in every setup cell: the pictures come from TAG."""
+    from rnnlab.book.maintenance import setup_cell_source
+
+    url = "https://github.com/someone/thebook"
+    (tmp_path / "_config.yml").write_text(f"title: t\nrepository:\n  url: {url}\n  branch: main\n"
+                                          f"html:\n  baseurl: {BASE}\n")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/ch/a\n")
+    (tmp_path / "book" / "ch" / "figures").mkdir(parents=True)
+    (tmp_path / "book" / "ch" / "figures" / "pic.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (tmp_path / "book" / "ch" / "figures" / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    cells = ["# A", ("code", setup_cell_source(url, "term-2026")),
+             "```{figure} figures/pic.svg\n:alt: A square\n```"]
+    (tmp_path / "book" / "ch" / "a.ipynb").write_text(json.dumps(_nb(cells)))
+    index = myst.BookIndex(tmp_path)
+    nb = json.loads((tmp_path / "book" / "ch" / "a.ipynb").read_text())
+    text = json.dumps(editions.full_edition(nb, "ch/a.ipynb", index))
+    assert "https://raw.githubusercontent.com/someone/thebook/term-2026/book/ch/figures/pic.png" in text

@@ -224,6 +224,7 @@ class BookIndex:
             for label in self._pending:
                 self.targets[label] = Target(doc, "section", None, "")
         self.bib = read_bib(self.root)
+        self.files_ref = files_ref(self.root)
 
     def _next(self, kind):
         self.counters[kind] = self.counters.get(kind, 0) + 1
@@ -656,14 +657,27 @@ def _proof(body):
     return lines
 
 
-def raw_url(root, rel):
-    """The absolute URL of the repository file ``rel`` (a path from the repository root) on
-    ``repository.branch`` of ``repository.url`` (``_config.yml``): GitHub's raw files
-    (``https://raw.githubusercontent.com/OWNER/REPO/BRANCH/rel``), else ``URL/raw/BRANCH/rel``."""
-    from .maintenance import config_value, repository_url
+def files_ref(root="."):
+    """The git ref whose files the editions show: the version of rnnlab that every notebook's setup
+    cell pins (``sync-setup --ref TAG``: a term's notebooks show that tag's pictures), else
+    ``repository.branch`` of ``_config.yml`` (``main`` without one)."""
+    from .maintenance import RefDisagreement, config_value, current_ref
+
+    try:
+        ref = current_ref(root)
+    except (RefDisagreement, OSError, ValueError):
+        ref = None
+    return ref or config_value(root, "repository", "branch") or "main"
+
+
+def raw_url(root, rel, ref=None):
+    """The absolute URL of the repository file ``rel`` (a path from the repository root) at git ref
+    ``ref`` (default :func:`files_ref`) of ``repository.url`` (``_config.yml``): GitHub's raw files
+    (``https://raw.githubusercontent.com/OWNER/REPO/REF/rel``), else ``URL/raw/REF/rel``."""
+    from .maintenance import repository_url
 
     url = repository_url(root).rstrip("/").removesuffix(".git")
-    branch = config_value(root, "repository", "branch") or "main"
+    branch = ref or files_ref(root)
     m = re.match(r"^https://github\.com/([^/]+)/([^/]+)$", url)
     if m:
         return f"https://raw.githubusercontent.com/{m.group(1)}/{m.group(2)}/{branch}/{rel}"
@@ -705,7 +719,8 @@ def _figure(d: Directive, body, ctx: Context):
         if not shown.exists():
             raise MystError(f"{ctx.where}: the notebooks show {src} as {shown.name}, which does not exist "
                             "(python -m rnnlab.figures writes a PNG beside each schematic)")
-        url = raw_url(ctx.index.root, shown.resolve().relative_to(ctx.index.root.resolve()).as_posix())
+        url = raw_url(ctx.index.root, shown.resolve().relative_to(ctx.index.root.resolve()).as_posix(),
+                      ctx.index.files_ref)
     image = f"![{_markdown_alt(alt)}]({url})"
     if d.name == "image":
         return [image]
