@@ -406,3 +406,11 @@ def test_pinned_notebooks_show_the_pictures_of_their_version(tmp_path):
     nb = json.loads((tmp_path / "book" / "ch" / "a.ipynb").read_text())
     text = json.dumps(editions.full_edition(nb, "ch/a.ipynb", index))
     assert "https://raw.githubusercontent.com/someone/thebook/term-2026/book/ch/figures/pic.png" in text
+
+
+def test_every_edition_notebook_is_valid_nbformat(real_editions):
+    """Jupyter, Colab and VS Code refuse or repair a notebook that breaks the nbformat schema."""
+    import nbformat
+
+    for (edition, rel), (text, _, _) in real_editions.items():
+        nbformat.validate(nbformat.reads(text, as_version=4))
