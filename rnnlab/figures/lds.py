@@ -68,15 +68,18 @@ def companion_modal():
             fontweight="bold", va="center")
     xs = [1.6 + 1.4 * k for k in range(n)]
     y = -0.55
-    names = ["zₜ", "zₜ₋₁", "zₜ₋₂", "zₜ₋₃"]
+    names = ["zₜ₋₁", "zₜ₋₂", "zₜ₋₃", "zₜ₋₄"]        # the state before step t
     for k, (x, name) in enumerate(zip(xs, names)):
         _box(ax, x, y, 1.0, 0.7, name, ec=_BLUE, fc=_BLUE_FILL, fontsize=10)
         if k:
             _arrow(ax, (xs[k - 1] + 0.5, y), (x - 0.5, y))
-    # x_t and the feedback −c_k z_{t-k} are summed into the first cell
+    # x_t and the feedback −c_k z_{t-k} of the cells z_{t-1} .. z_{t-4} are summed
+    # into z_t, which shifts into the first cell for the next step
     xsum = 0.15
     _box(ax, xsum, y, 0.5, 0.5, "Σ", ec=_INK, fc="white", fontsize=11)
     _arrow(ax, (xsum + 0.25, y), (xs[0] - 0.5, y))
+    ax.text((xsum + 0.25 + xs[0] - 0.5) / 2, y + 0.2, "zₜ", fontsize=9, ha="center",
+            va="bottom", color=_INK)
     ax.text(xsum, 0.2, "xₜ", fontsize=10, ha="center", va="center")
     _arrow(ax, (xsum, 0.05), (xsum, y + 0.25))
     ybus = -2.6
@@ -86,8 +89,8 @@ def companion_modal():
                 fontsize=7.5, color=_ORANGE, va="center", rotation=90)
     ax.plot([xsum, xs[-1]], [ybus, ybus], color=_ORANGE, lw=1)
     _arrow(ax, (xsum, ybus), (xsum, y - 0.25), color=_ORANGE)
-    ax.text(xs[0] - 0.7, ybus - 0.35, "each cell shifts into the next; the weighted sum of all "
-            "cells returns to the first", fontsize=7.5, color=_ORANGE)
+    ax.text(xs[0] - 0.7, ybus - 0.35, "the weighted cells plus xₜ give zₜ, and the register "
+            "shifts by one", fontsize=7.5, color=_ORANGE)
     ax.text(-0.4, -4.25, "zₜ = −c₁zₜ₋₁ − … − c₄zₜ₋₄ + xₜ: every cell depends on the others",
             fontsize=8.5, color=_INK)
 
@@ -95,7 +98,9 @@ def companion_modal():
     x0 = 7.3
     ax.text(x0 - 0.3, 0.72, "modal form: independent rotating modes", fontsize=10,
             color=_GREEN, fontweight="bold", va="center")
-    ax.text(x0 - 0.3, -1.95, "xₜ", fontsize=11, va="center")
+    ybus_in = -0.8                                    # x_t runs along a bus above the modes
+    ax.text(x0 - 0.3, ybus_in, "xₜ", fontsize=11, va="center")
+    ax.plot([x0 + 0.05, x0 + 1.2 + 1.4 * (n - 1)], [ybus_in, ybus_in], color=_GREY, lw=0.7)
     R = 0.62
     centres = [(x0 + 1.2 + 1.4 * i, -1.55) for i in range(n)]
     for i, ((cx, cy), lam, b) in enumerate(zip(centres, EXAMPLE_EIGENVALUES, bprime)):
@@ -108,9 +113,9 @@ def companion_modal():
         ax.plot([cx, cx + R * lam.real], [cy, cy + R * lam.imag], color=_GREEN, lw=1)
         ax.text(cx, cy - R - 0.3, f"λ{'₁₂₃₄'[i]} = {_num(abs(lam), 1)}·e^({_num(cmath.phase(lam), 1)}i)",
                 fontsize=7.5, ha="center", color=_GREEN)
-        ax.text(cx, cy + R + (0.55 if i % 2 else 0.3), f"B′{'₁₂₃₄'[i]} = {_complex(b)}", fontsize=7,
-                ha="center", color=_INK)
-        _arrow(ax, (x0 + 0.05, -1.85), (cx - 0.2, cy + R + 0.18), color=_GREY, lw=0.7)
+        ax.text(cx, ybus_in + (0.45 if i % 2 else 0.2), f"B′{'₁₂₃₄'[i]} = {_complex(b)}",
+                fontsize=7, ha="center", color=_INK)
+        _arrow(ax, (cx, ybus_in), (cx, cy + R * abs(lam)), color=_GREY, lw=0.7)
         _arrow(ax, (cx, cy - R - 0.45), (x0 + 3.3, -3.45), color=_GREY, lw=0.7)
     _box(ax, x0 + 3.3, -3.7, 2.2, 0.5, "yₜ = Re(C′s′ₜ)", ec=_INK, fc="white", fontsize=9)
     ax.text(x0 - 0.3, -4.25, "s′ₜ,ᵢ = λᵢ s′ₜ₋₁,ᵢ + B′ᵢ xₜ: each mode on its own (dots: λ, λ², λ³)",
