@@ -400,8 +400,12 @@ def test_csv_cells_and_feedback_names():
 def test_statements_come_from_the_book():
     import rnnlab.checks  # noqa: F401
 
-    statements = folder.book_statements("scans/01_associative_scan")
-    assert statements and all(isinstance(v, str) and v for v in statements.values())
+    for notebook in sorted({ex.notebook for ex in core.exercises() if not ex.notebook.startswith("test")}):
+        statements = folder.book_statements(notebook)
+        assert statements and all(isinstance(v, str) and v for v in statements.values()), notebook
+        for label, text in statements.items():           # the exercise's directive only, never its solution
+            assert "**Solution" not in text and "solution-start" not in text, (label, text)
+        assert all(ex.label in statements for ex in core.exercises(notebook))
 
 
 def test_fixed_answers_are_never_shown_and_nan_fails():

@@ -354,9 +354,15 @@ def book_statements(notebook, book=BOOK):
         if cell.get("cell_type") != "markdown":
             continue
         text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        for m in LABEL_LINE.finditer(text):
-            found.setdefault(m.group("label"), _statement(text))
+        for block in EXERCISE_BLOCK.finditer(text):       # the directive only: never its solution
+            m = LABEL_LINE.search(block.group(0))
+            if m:
+                found.setdefault(m.group("label"), _statement(block.group(0)))
     return found
+
+
+EXERCISE_BLOCK = re.compile(r"^[ \t]*(?P<fence>`{3,}|:{3,})[ \t]*\{exercise\}[^\n]*\n.*?^[ \t]*(?P=fence)[ \t]*$",
+                            re.M | re.S)
 
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")

@@ -300,10 +300,13 @@ class _Lines:
                     part, chunk = (chunk, b"") if cut < 0 else (chunk[:cut], chunk[cut + 1:])
                     if not skipping:
                         line += part
-                        if len(line) > self.cap:
+                        if len(line) > self.cap:          # said at once; the rest of the line is skipped
                             skipping, line = True, bytearray()
+                            self.queue.put({"too large": True})
+                    else:
+                        total -= len(part)                 # skipped bytes cost time (the judge's limit), not memory
                     if cut >= 0:
-                        record = {"too large": True} if skipping else _parse(bytes(line))
+                        record = None if skipping else _parse(bytes(line))
                         if record is not None:
                             self.queue.put(record)
                         line, skipping = bytearray(), False
