@@ -139,6 +139,33 @@ def _images(p):
         output: !!i.closest('.jp-OutputArea')}))""")
 
 
+def _screenshots(p, page, out):
+    """The window with the notebook's first figure in view, and every figure of the notebook as
+    JupyterLab shows it, one contact sheet (``<page>-figures.png``)."""
+    from PIL import Image
+
+    out.mkdir(parents=True, exist_ok=True)
+    stem = page.replace("/", "-").removesuffix(".ipynb")
+    images = p.locator(".jp-NotebookPanel .jp-Notebook img")
+    images.first.scroll_into_view_if_needed()
+    time.sleep(0.3)
+    p.screenshot(path=str(out / f"{stem}.png"))
+    shots = []
+    for k in range(images.count()):
+        path = out / f".{stem}-{k}.png"
+        images.nth(k).scroll_into_view_if_needed()
+        images.nth(k).screenshot(path=str(path))
+        shots.append(Image.open(path).convert("RGB"))
+        path.unlink()
+    width = max(i.width for i in shots)
+    sheet = Image.new("RGB", (width, sum(i.height + 12 for i in shots)), "#888888")
+    y = 0
+    for shot in shots:
+        sheet.paste(shot, (0, y))
+        y += shot.height + 12
+    sheet.save(out / f"{stem}-figures.png", optimize=True)
+
+
 @pytest.mark.parametrize("page", _pages())
 def test_a_student_sees_every_figure_text_and_formula(lab_page, jupyterlab, page):
     p, nb, served = _open(lab_page, jupyterlab, page)
@@ -156,12 +183,7 @@ def test_a_student_sees_every_figure_text_and_formula(lab_page, jupyterlab, page
     assert all(i["alt"].strip() for i in markdown_images), f"{where}: an image without alt text"
     assert len(served) >= len(set(i["src"] for i in markdown_images))
     if os.environ.get("RNNLAB_SCREENSHOTS") and images:
-        out = Path(os.environ["RNNLAB_SCREENSHOTS"])
-        out.mkdir(parents=True, exist_ok=True)
-        first = p.locator(".jp-NotebookPanel .jp-Notebook img").first
-        first.scroll_into_view_if_needed()
-        time.sleep(0.3)
-        p.screenshot(path=str(out / (page.replace("/", "-").removesuffix(".ipynb") + ".png")))
+        _screenshots(p, page, Path(os.environ["RNNLAB_SCREENSHOTS"]))
     text = p.locator(".jp-NotebookPanel .jp-Notebook").inner_text()
     rendered_md = "\n".join(p.locator(".jp-MarkdownCell .jp-RenderedMarkdown").all_inner_texts())
     for raw in MYST:
