@@ -150,8 +150,9 @@ def memory_use(model, sources, targets, batch_size=EVAL_BATCH):
       step ``t > i`` pops ``s_{t-1}[i] - s_t[i]`` of it, at age ``t - i``;
       ``lifetime = sum (t - i)(s_{t-1}[i] - s_t[i]) / sum (s_{t-1}[i] - s_t[i])`` over every value, step
       and pair (a value is never popped at the step that pushes it: the pop comes first). An exact stack
-      solution of reversal (push 1 at each source step, pop 1 at each target step after ``|||``) pops
-      ``s_i`` at age ``2 (m - i) + 2``: a lifetime of ``m + 1`` for a source of length m;
+      solution of reversal pushes 1 at each source step and pops 1 at each target step from ``|||`` on:
+      the output of step ``t`` sees the read of step ``t - 1``, so the ``|||`` step outputs ``s_m`` and
+      pops it. It pops ``s_i`` at age ``2 (m - i) + 1``: a lifetime of ``m`` for a source of length m
       (NaN when next to nothing, under 1e-9 of the pushed strength, was popped);
     - ``unpopped``: the share of all pushed strength still in the memory after the last step (strength
       that the lifetime does not count).
