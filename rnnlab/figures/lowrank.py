@@ -133,7 +133,7 @@ def cfc_heads():
              ec=ec, fc=fc, fontsize=8.3)
         _arrow(ax, (1.0, 3.2), (2.05, y + 0.1), color="#888888")
         _arrow(ax, (1.0, 0.8), (2.05, y - 0.1), color="#888888")
-    _box(ax, 7.6, 2.0, 2.2, 1.3, "hₜ = σ(F) ⊙ G\n+ (1 − σ(F)) ⊙ H\n(an interpolation\nunit by unit)",
+    _box(ax, 7.6, 2.0, 2.2, 1.3, "hₜ = σ(F) ⊙ tanh(G)\n+ (1 − σ(F)) ⊙ tanh(H)\n(an interpolation\nunit by unit)",
          ec=_INK, fc="white", fontsize=8.8)
     for _, _, _, y, ec, _ in heads:
         _arrow(ax, (5.35, y), (6.5, 2.0 + (y - 2.0) * 0.25), color=ec)
