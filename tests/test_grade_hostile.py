@@ -64,7 +64,7 @@ def attacks(paths):
     steal = f'''\
 import glob, os
 FOUND = []
-for target in [{p["honest"]!r}, {p["cases"]!r}, {p["out"]!r}]:
+for target in [{p["honest"]!r}, {p["cases"]!r}, {p["out"]!r}, "/etc/shadow", "/root/.bash_history"]:
     try:
         FOUND.append(open(target).read())
     except OSError:
@@ -471,3 +471,23 @@ def test_blocked_functions_raise_in_the_candidates_process():
             "out.append(float(th.spectral_radius(np.eye(2))))\nprint(json.dumps(out))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == ["blocked", "blocked", "blocked", 1.0], done.stderr
+
+
+@needs_sandbox
+def test_the_sandbox_shows_only_what_python_needs(tmp_path):
+    """No /etc/shadow (its user owns what root owns), no /opt, no checkout around rnnlab, no teacher's
+    variable; a process it starts dies with it."""
+    import subprocess
+
+    import rnnlab
+
+    (tmp_path / "work").mkdir()
+    code = ("import os, json, rnnlab, numpy\n"
+            "print(json.dumps([os.path.exists(p) for p in ('/etc/shadow', '/opt', '/root/.cache', os.path.dirname("
+            "os.path.dirname(rnnlab.__file__)) + '/full')] + [os.environ.get('RNNLAB_TEST_SECRET'), os.getcwd()]))")
+    env = {**os.environ, "RNNLAB_TEST_SECRET": TOKEN}
+    proc = sandbox.popen(sandbox.command([sys.executable, "-c", code], tmp_path, sandbox.environment()),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, err = proc.communicate(timeout=120)
+    assert json.loads(out.decode().strip().splitlines()[-1]) == [False, False, False, False, None, "/job/work"], err
+    assert os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(rnnlab.__file__)), "full"))

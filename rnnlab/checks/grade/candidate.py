@@ -71,6 +71,10 @@ class Unsupported(Exception):
     """A returned value that is not plain data (the judge says so in the verdict)."""
 
 
+class TooLarge(Exception):
+    """A returned value far larger than the expected one: not encoded at all."""
+
+
 def encode(x, depth=0):
     """``x`` as JSON-ready plain data; raises :class:`Unsupported` for anything else."""
     if depth > MAX_DEPTH:
@@ -105,9 +109,15 @@ def encode(x, depth=0):
     raise Unsupported(f"{'an' if type(x).__name__[:1].lower() in 'aeiou' else 'a'} {type(x).__name__}")
 
 
+MAX_BYTES = [1 << 30]                    # of one returned value's arrays, set by main() from the judge's cap
+
+
 def _array(a):
     if a.dtype.kind not in KINDS or a.dtype.hasobject:
         raise Unsupported(f"an array of {a.dtype}")
+    MAX_BYTES[0] -= a.nbytes
+    if MAX_BYTES[0] < 0:
+        raise TooLarge()
     import numpy
     a = numpy.ascontiguousarray(a)
     return {"dtype": a.dtype.str, "shape": list(a.shape), "data": base64.b64encode(a.tobytes()).decode("ascii")}
@@ -214,7 +224,7 @@ def block(names):
     return count
 
 
-def main(job, megabytes="0", blocked="[]"):
+def main(job, megabytes="0", blocked="[]", cap=str(1 << 30)):
     """Talk with the judge: the candidate is ``JOB/candidate.pkl``; the cases come one at a
     time on stdin (8 bytes of length, then a pickle), each only after the last one's
     result went back; one JSON line per result on the original stdout (a private
@@ -274,7 +284,10 @@ def main(job, megabytes="0", blocked="[]"):
             i += 1
             continue
         try:
+            MAX_BYTES[0] = int(cap) * 3 // 4
             emit({"case": i, "value": encode(value)})
+        except TooLarge:
+            emit({"case": i, "too large": True})
         except Unsupported as why:
             emit({"case": i, "unsupported": str(why)})
         except BaseException as exc:  # noqa: BLE001 (a value that breaks while being read)

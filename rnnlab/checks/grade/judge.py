@@ -155,14 +155,14 @@ class Judge:
                 names.append(f"{module}:{qualname}")
         return names
 
-    def command(self, job, blocked):
+    def command(self, job, blocked, cap=1 << 30):
         """The candidate's command line: in its own sandbox (:mod:`.sandbox`) unless ``--unsafe``."""
         argv = [sys.executable, "-c", sandbox.BOOT, sandbox.__file__]
         if self.boxed:
-            return boxes.command([*argv, boxes.JOB, str(self.memory), json.dumps(blocked)], job,
+            return boxes.command([*argv, boxes.JOB, str(self.memory), json.dumps(blocked), str(cap)], job,
                                  boxes.environment(threads=max(1, (os.cpu_count() or 1) // max(1, self.jobs)))), \
                 {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, job
-        return [*self.prefix, *argv, str(job), str(self.memory), json.dumps(blocked)], \
+        return [*self.prefix, *argv, str(job), str(self.memory), json.dumps(blocked), str(cap)], \
             environment(job / "tmp", self.jobs), job / "work"
 
     def run(self, problem, data):
@@ -181,7 +181,7 @@ class Judge:
             (job / "candidate.pkl").write_bytes(data)
             if self.boxed:
                 boxes.seed_numba_cache(self.numba_seed, job)
-            command, env, cwd = self.command(job, self.blocked(ex))
+            command, env, cwd = self.command(job, self.blocked(ex), problem.line_cap)
             proc = boxes.popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             reader = _Lines(proc.stdout, problem.line_cap)
@@ -191,12 +191,9 @@ class Judge:
                 records.append(first)
             if first is not None and first.get("ready"):
                 deadline = time.monotonic() + self.seconds
+                sender = _Sender(proc.stdin)
                 for i, blob in enumerate(problem.blobs):
-                    try:
-                        proc.stdin.write(len(blob).to_bytes(8, "little") + blob)
-                        proc.stdin.flush()
-                    except OSError:
-                        break
+                    sender.send(len(blob).to_bytes(8, "little") + blob)
                     record = reader.get(deadline)
                     if record is None:
                         timed_out = time.monotonic() >= deadline
@@ -207,10 +204,7 @@ class Judge:
                     if record.get("case") != i or (i == 0 and "not implemented" in record) or "broken" in record:
                         break
                 else:
-                    try:
-                        proc.stdin.close()
-                    except OSError:
-                        pass
+                    sender.send(None)
                     done = reader.get(min(deadline, time.monotonic() + 5))
                     records += [done] if done is not None else []
             elif first is None:
@@ -273,6 +267,34 @@ class Judge:
                      f" (killed by signal {-code}; out of memory?)" if code < 0 else f" (exit status {code})"))
         return [attempts.get(i, ("raised", ended if i < hidden_from else "your function ended its process"))
                 for i in range(len(problem.cases))]
+
+
+class _Sender:
+    """Writes the cases to the candidate's stdin from a thread of its own: the judge never
+    blocks on a pipe that the candidate does not read (it only waits, with a deadline, for
+    results). ``send(None)`` closes the pipe."""
+
+    def __init__(self, stream):
+        import queue
+        import threading
+
+        self.queue, self.stream = queue.Queue(), stream
+        threading.Thread(target=self._write, daemon=True).start()
+
+    def send(self, data):
+        self.queue.put(data)
+
+    def _write(self):
+        while True:
+            data = self.queue.get()
+            try:
+                if data is None:
+                    self.stream.close()
+                    return
+                self.stream.write(data)
+                self.stream.flush()
+            except (OSError, ValueError):
+                return
 
 
 class _Lines:

@@ -109,12 +109,18 @@ def _isolation():
             "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
 
 
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "host.conf", "hosts", "localtime",
+       "alternatives", "fonts", "mime.types", "ssl/certs", "ca-certificates", "ca-certificates.conf",
+       "matplotlibrc", "os-release")
+
+
 def _system():
-    """The read-only system: /usr and /etc, the /lib, /bin... links as the host has them."""
-    args = []
-    for top in ("usr", "etc", "opt"):
-        if Path("/" + top).is_dir():
-            args += ["--ro-bind", "/" + top, "/" + top]
+    """The read-only system: /usr, a few files of /etc (the loader's cache, time zone, fonts;
+    no password file, no key), the /lib, /bin... links as the host has them."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ETC:                       # not all of /etc: the sandbox's user may own what root owns there
+        if os.path.lexists("/etc/" + name):
+            args += ["--ro-bind", "/etc/" + name, "/etc/" + name]
     for top in ("lib", "lib64", "lib32", "bin", "sbin"):
         path = Path("/" + top)
         if path.is_symlink():
@@ -137,7 +143,7 @@ def python_roots():
         if entry.endswith("-packages") and Path(entry).is_dir():
             roots.add(Path(entry))
     roots = sorted({r.resolve() for r in roots if r.is_dir()} | {r for r in roots if r.is_dir()})
-    system = ("/usr", "/etc", "/opt", "/lib", "/lib64", "/bin", "/sbin")
+    system = ("/usr", "/lib", "/lib64", "/bin", "/sbin")
     return [r for r in roots if str(r) != "/" and not any(str(r) == s or str(r).startswith(s + "/") for s in system)]
 
 
