@@ -17,7 +17,15 @@ Three places, three modules:
   its own answers. No student code runs in it, so no notebook cell can change
   ``rnnlab.checks`` for the verdict.
 
-POSIX only. ``main(args)`` is the command; :func:`add_arguments` its options.
+Every kernel and every candidate runs in a sandbox of its own (:mod:`.sandbox`,
+bubblewrap: its own PID, user and network namespaces, a private /tmp, HOME and
+numba cache, a minimal environment, no view of the grader's files or of the
+other submissions); without bubblewrap the command refuses to run unless
+``--unsafe`` is given. Anything a student process could have written is read
+as a regular file only (no symlink, no FIFO, capped in size), and no process
+ID read from such a file is ever signalled.
+
+Linux only. ``main(args)`` is the command; :func:`add_arguments` its options.
 """
 from __future__ import annotations
 
@@ -38,8 +46,8 @@ from .judge import Judge, default_seed, load_cases_file
 from .kernel import account, cache_slot, isolation, run, strip_installs  # noqa: F401
 
 DESCRIPTION = """\
-Run each submitted notebook in a fresh kernel (a copy, without its install
-lines, with no network and with time limits); export each exercise's function
+Run each submitted notebook in a fresh kernel in a sandbox of its own (a copy,
+without its install lines, with no network and with time limits); export each exercise's function
 from it; judge every function in a process of its own on the public cases and
 on hidden ones, against answers computed before any student code ran; write a
 CSV with one row per student (verdicts, points and a total), answers.csv (the
@@ -55,7 +63,9 @@ SUBMISSIONS layouts (both may be mixed):
 
 A notebook is identified by its metadata (rnnlab.source, set in the student
 notebooks), else by its file name containing a chapter notebook's name, else
-by the exercise functions it defines. The network is off while grading.
+by the exercise functions it defines. Each notebook, and each exercise's
+function, runs in a sandbox of its own (bubblewrap: no network, no view of
+your files or of the other submissions; --unsafe grades without one).
 
 Points: an exercise is worth its difficulty (★ 1, ★★ 2, ★★★ 3; one whose
 title has no stars yet counts as ★★), all of it when every case, public and
@@ -80,7 +90,8 @@ def add_arguments(parser):
                         help="folder for one <student>.md each (default: feedback/ next to --out)")
     parser.add_argument("--notebooks", nargs="+", metavar="NB",
                         help="the assignment's notebooks (e.g. scans/01_associative_scan); a student without "
-                             "one gets 'missing' for its exercises (default: every notebook found)")
+                             "one gets 'missing' for its exercises (default: the book's notebooks that at least "
+                             "half the students handed in)")
     parser.add_argument("--seed", type=int, metavar="N",
                         help="seed of the hidden cases (default: a random one, written in the CSV's first line)")
     parser.add_argument("--cases", type=Path, metavar="FILE",
