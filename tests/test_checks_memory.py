@@ -39,6 +39,26 @@ def test_read_weights_counting_the_row_itself_fail():
     _fails("ex-mem-read-weights", inclusive, "case 1 of 6")
 
 
+def test_read_weights_as_an_overlap_pass():
+    def overlap(s):                          # the exercise's form: min(1, A + s) - min(1, A)
+        reach = torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0])
+        return reach.clamp(max=1) - (reach - s).clamp(max=1)
+    assert evaluate("ex-mem-read-weights", overlap).status == "passed"
+
+
+def test_read_weights_overlap_from_the_bottom_fail():
+    def from_bottom(s):                      # the stretches laid out from the bottom: the queue's read
+        reach = torch.cumsum(s, 0)
+        return reach.clamp(max=1) - (reach - s).clamp(max=1)
+    _fails("ex-mem-read-weights", from_bottom, "case 1 of 6")
+
+
+def test_reversal_pushing_during_the_output_fails():
+    def pushes(n):                           # a push puts the output step's own value into its read
+        return [1.0] * 2 * n, [0.0] * (n + 1) + [1.0] * (n - 1)
+    _fails("ex-mem-reversal-controls", pushes, "reverse order")
+
+
 def test_queue_by_hand_read_as_a_stack_fails():
     def as_stack():                          # step 2 read from the top: 0.5 of v2, 0.4 of v1
         return [[0.6, 0.0, 0.0], [0.3, 0.7, 0.0], [0.0, 0.0, 0.4]]

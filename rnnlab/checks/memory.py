@@ -41,9 +41,9 @@ def _read_weights_cases():
 exercise(
     "ex-mem-read-weights", notebook=NB1, name="stack_read_weights", signature="stack_read_weights(s)",
     answers=("rnnlab.kernels.memory_torch:_read_weights",),
-    reference=_read_weights_reference, cases=_read_weights_cases, difficulty=1,
-    hint="Go from the top (the last entry) down: each row gives what it has, but never more than "
-         "what is left of the total of 1, and never less than 0.")
+    reference=_read_weights_reference, cases=_read_weights_cases, difficulty=2,
+    hint="Row i covers [A_i, A_i + s_i] counted from the top (the last entry), A_i being the strength "
+         "above it: its weight is min(1, A_i + s_i) - min(1, A_i).")
 
 
 def _queue_by_hand_reference():
@@ -128,8 +128,9 @@ exercise(
     "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
     fixed=True,
     reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=2,
-    hint="Every step pops, then pushes, then reads. The first read of the output has to see the last "
-         "symbol pushed; after that, each step must remove exactly one row before it reads.")
+    hint="Every step pops, then pushes, then reads, and a push puts its own value into that step's read. "
+         "The first read of the output has to see the last symbol pushed; after that, each step must "
+         "remove exactly one row before it reads.")
 
 
 # ----------------------------------------------------------------- 02: the backward dynamics
