@@ -326,6 +326,7 @@ def test_crashes_and_hangs_leave_a_csv_for_everyone(hostile):
     assert rows["killer"]["ex-h-double"] == "error"          # its worker was killed: not graded, no crash
     assert rows["fifo"]["ex-h-square"] == "not attempted"    # the symlinked export is not read
     assert rows["fifo"]["ex-h-double"].startswith("failed")
+    assert "the notebook replaced the grader's log" in rows["fifo"]["notes"]
     assert rows["caf?"]["ex-h-double"] == "missing"
 
 

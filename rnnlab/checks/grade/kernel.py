@@ -215,9 +215,16 @@ def _read_exports(tmp, exercises):
 
 
 def _read_log(path):
+    """The worker's events; a log that is not a regular file (the notebook replaced it with a
+    FIFO or a link) or is too large is not read, and says so."""
     try:
         text = sandbox.read_regular(path, MAX_LOG).decode("utf-8", "replace")
-    except (OSError, ValueError):
+    except sandbox.NotRegular:
+        return [{"failed": "the notebook replaced the grader's log (with a FIFO or a link): its cells' "
+                           "errors are not reported"}]
+    except ValueError:
+        return [{"failed": f"the grader's log grew past {MAX_LOG >> 20} MB: its cells' errors are not reported"}]
+    except OSError:
         return []
     events = []
     for line in text.splitlines():
@@ -269,7 +276,7 @@ def run(cells, exercises, opts):
             timed_out = proc.returncode is None
             sandbox.kill_tree(proc)             # whatever the notebook left running, finished or not
         events = _read_log(tmp / "log.jsonl")
-        if not timed_out and not any("finished" in e for e in events) and not any("dead" in e for e in events):
+        if not timed_out and not any(k in e for e in events for k in ("finished", "dead", "failed")):
             try:
                 tail = sandbox.read_regular(tmp / "stderr.txt", 1 << 20).decode("utf-8", "replace")
             except (OSError, ValueError):
