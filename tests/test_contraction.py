@@ -682,3 +682,15 @@ def test_theory_modules_import_one_way():
     assert "counterexamples" not in imported(theorems)
     for name in ["certify_theorem1", "certify_theorem6", "find_common_metric", "theorem7_margin_grid"]:
         assert getattr(th, name) is getattr(theorems if name.startswith("certify") else counterexamples, name)
+
+
+def test_the_moved_names_stay_importable_from_contraction():
+    """The theorems' and counterexamples' public names keep their old import path (resolved lazily)."""
+    import rnnlab.theory.counterexamples as counterexamples
+    import rnnlab.theory.theorems as theorems
+    from rnnlab.theory.contraction import certify_theorem1, theorem7_margin_grid
+
+    assert certify_theorem1 is theorems.certify_theorem1
+    assert theorem7_margin_grid is counterexamples.theorem7_margin_grid
+    with pytest.raises(ImportError, match="cannot import name 'nothing'"):
+        from rnnlab.theory.contraction import nothing  # noqa: F401

@@ -381,3 +381,22 @@ def _psd(expr):
     """Symmetrise a cvxpy expression so that ``>>`` accepts it."""
     return (expr + expr.T) / 2
 
+
+
+# The theorems (page 2) and the counterexamples (page 3) moved to their own modules, which import
+# this one; their public names, once importable from here, still are, resolved on first use
+# (PEP 562), so that no import of this module loads them.
+_MOVED = {**dict.fromkeys(("certify_theorem1", "certify_theorem2", "certify_theorem3", "certify_theorem4",
+                           "certify_theorem5", "certify_theorem6"), "theorems"),
+          **dict.fromkeys(("theorem1_counterexample", "find_common_metric", "theorem7_counterexample",
+                           "theorem7_critical_c", "theorem7_critical_eps", "theorem7_conditions",
+                           "theorem7_margin_grid"), "counterexamples")}
+
+
+def __getattr__(name):
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{home}", __package__), name)
