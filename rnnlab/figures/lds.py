@@ -91,7 +91,7 @@ def companion_modal():
     _arrow(ax, (xsum, ybus), (xsum, y - 0.25), color=_ORANGE)
     ax.text(xs[0] - 0.7, ybus - 0.35, "the weighted cells plus xₜ give zₜ, and the register "
             "shifts by one", fontsize=7.5, color=_ORANGE)
-    ax.text(-0.4, -4.25, "zₜ = −c₁zₜ₋₁ − … − c₄zₜ₋₄ + xₜ: every cell depends on the others",
+    ax.text(-0.4, -4.25, "zₜ = −c₁zₜ₋₁ − … − c₄zₜ₋₄ + xₜ: the new cell depends on all the others",
             fontsize=8.5, color=_INK)
 
     # right: the modal form, independent rotating modes
