@@ -86,6 +86,8 @@ class Exercise:
                by hand): a failing case then never shows the expected value
     hints      more hints, in tiers: a failing check shows ``hint`` first, and
                the next one each further time it fails in the same kernel
+    words      False when the exercise asks nothing beyond its function: the
+               student edition then puts no *Your answer* cell after its check
     """
 
     label: str
@@ -102,6 +104,7 @@ class Exercise:
     hidden: Callable | None = None
     answers: tuple = ()
     fixed: bool = False
+    words: bool = True
     hints: tuple = ()
 
     def blocked_names(self):
@@ -153,7 +156,7 @@ class CheckResult:
 
 
 def exercise(label, *, notebook, name, signature, reference, cases, compare=None, hint="",
-             rtol=1e-6, atol=1e-9, difficulty=None, hidden=None, answers=(), fixed=False, hints=()):
+             rtol=1e-6, atol=1e-9, difficulty=None, hidden=None, answers=(), fixed=False, hints=(), words=True):
     """Declare (register) a code exercise; returns it. Labels are unique."""
     if label in _REGISTRY:
         raise ValueError(f"exercise {label!r} is declared twice")
@@ -162,7 +165,7 @@ def exercise(label, *, notebook, name, signature, reference, cases, compare=None
     ex = Exercise(label=label, notebook=notebook, name=name, signature=signature,
                   reference=reference, cases=cases, compare=compare, hint=hint,
                   rtol=rtol, atol=atol, difficulty=difficulty, hidden=hidden, answers=tuple(answers),
-                  fixed=fixed, hints=tuple(hints))
+                  fixed=fixed, hints=tuple(hints), words=bool(words))
     _REGISTRY[label] = ex
     return ex
 

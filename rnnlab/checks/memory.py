@@ -126,7 +126,7 @@ def _reversal_cases():
 
 exercise(
     "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
-    fixed=True,
+    fixed=True, words=False,
     reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=2,
     hint="Every step pops, then pushes, then reads, and a push puts its own value into that step's read. "
          "The first read of the output has to see the last symbol pushed; after that, each step must "

@@ -68,6 +68,17 @@ ANSWER_CODE = """\
 the exercise's other questions, if it asks any, here.*"""
 
 
+def _asks_in_words(label):
+    """Whether the code exercise ``label`` asks questions in words besides its
+    function (``Exercise.words``; an exercise without a check is asked in words)."""
+    from . import get
+
+    try:
+        return get(label).words
+    except KeyError:
+        return True
+
+
 def _source(cell):
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
@@ -191,7 +202,8 @@ def student_notebook(nb, source="the chapter"):
             cells.append(_clean_code_cell(cell))
             if CHECK_TAG in cell.get("metadata", {}).get("tags", []):
                 for label in CHECK_CALL.findall(_source(cell)):
-                    cells.append(_markdown_cell(ANSWER_CODE.format(label=label), tags=[ANSWER_TAG]))
+                    if _asks_in_words(label):
+                        cells.append(_markdown_cell(ANSWER_CODE.format(label=label), tags=[ANSWER_TAG]))
             continue
         if kind == "raw":
             if scanner.gated is None:
