@@ -1,4 +1,7 @@
 """Shared fixtures of the unit tests."""
+import os
+import sys
+
 import pytest
 
 
@@ -12,3 +15,24 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def exercise_module(request, tmp_path_factory):
+    """The test module's ``EXERCISES`` source imported as the module ``MODULE``, on
+    ``sys.path`` and on the kernels' ``PYTHONPATH`` (the grading tests declare their
+    own exercises there); every exercise registered meanwhile is removed after."""
+    from rnnlab.checks import core
+
+    name, source = request.module.MODULE, request.module.EXERCISES
+    folder = tmp_path_factory.mktemp("modules")
+    (folder / f"{name}.py").write_text(source)
+    before = set(core._REGISTRY)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(folder))
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+        __import__(name)
+        yield name
+    for label in set(core._REGISTRY) - before:
+        core._REGISTRY.pop(label, None)
+    sys.modules.pop(name, None)

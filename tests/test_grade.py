@@ -71,21 +71,6 @@ def network():
     return "blocked" if os.environ.get("PIP_NO_INDEX") == "1" else "pip may use the index"'''
 
 
-@pytest.fixture(scope="module")
-def exercise_module(tmp_path_factory):
-    """Registers the ``ex-test-*`` exercises here and puts their module on the kernels' path."""
-    folder = tmp_path_factory.mktemp("modules")
-    (folder / f"{MODULE}.py").write_text(EXERCISES)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(folder))
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
-        __import__(MODULE)
-        yield MODULE
-    for label in [*LABELS, "ex-test-other"]:
-        core._REGISTRY.pop(label, None)
-    sys.modules.pop(MODULE, None)
-
-
 def notebook(path, *sources, source=None, nbformat_version=4):
     """A notebook at ``path``: ``"md:..."`` sources are markdown cells, the rest code."""
     cells = [new_markdown_cell(s[3:]) if s.startswith("md:") else new_code_cell(s) for s in sources]

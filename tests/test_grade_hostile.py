@@ -199,20 +199,6 @@ def read(out):
 
 
 @pytest.fixture(scope="module")
-def exercise_module(tmp_path_factory):
-    folder_ = tmp_path_factory.mktemp("modules")
-    (folder_ / f"{MODULE}.py").write_text(EXERCISES)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(folder_))
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder_), os.environ.get("PYTHONPATH")])))
-        __import__(MODULE)
-        yield MODULE
-    for label in [*LABELS, "ex-h-extra"]:
-        core._REGISTRY.pop(label, None)
-    sys.modules.pop(MODULE, None)
-
-
-@pytest.fixture(scope="module")
 def hostile(exercise_module, tmp_path_factory):
     """Two grading runs: the whole hostile folder, then the honest student alone."""
     subs = tmp_path_factory.mktemp("submissions")

@@ -136,20 +136,6 @@ UNEXPORTABLE = ["log = open('log.txt', 'w')",
                 "def cube(x):\n    return x ** 3"]
 
 
-@pytest.fixture(scope="module")
-def exercise_module(tmp_path_factory):
-    folder_ = tmp_path_factory.mktemp("modules")
-    (folder_ / f"{MODULE}.py").write_text(EXERCISES)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(folder_))
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder_), os.environ.get("PYTHONPATH")])))
-        __import__(MODULE)
-        yield MODULE
-    for label in LABELS:
-        core._REGISTRY.pop(label, None)
-    sys.modules.pop(MODULE, None)
-
-
 def notebook(path, sources, answer_tag=True):
     cells = []
     for s in sources:

@@ -61,19 +61,6 @@ files = st.dictionaries(st.one_of(st.sampled_from([b"01_any.ipynb", b"notes.txt"
 folders = st.dictionaries(names, files, min_size=1, max_size=2)
 
 
-@pytest.fixture(scope="module")
-def exercise_module(tmp_path_factory):
-    folder_ = tmp_path_factory.mktemp("modules")
-    (folder_ / f"{MODULE}.py").write_text(EXERCISES)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(folder_))
-        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(folder_), os.environ.get("PYTHONPATH")])))
-        __import__(MODULE)
-        yield MODULE
-    core._REGISTRY.pop("ex-p-double", None)
-    sys.modules.pop(MODULE, None)
-
-
 @settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(submissions=folders)
 @example(submissions={b"caf\xe9 =1+1": {b"01_any.ipynb": json.dumps({
