@@ -72,6 +72,27 @@ class WatchedPage:
     stubbed: list = field(default_factory=list)
     console_errors: list = field(default_factory=list)
     failed: list = field(default_factory=list)
+    in_flight: dict = field(default_factory=dict)   # request -> URL, for requests not yet finished or failed
+
+    def settle(self, timeout_ms: float, quiet_ms: float = 500):
+        """Wait until no request has been in flight for ``quiet_ms`` (Playwright's "network idle"),
+        at most ``timeout_ms``; on timeout raise :class:`TimeoutError` naming the requests still open,
+        which ``wait_for_load_state("networkidle")`` does not say."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        quiet_since = None
+        while True:
+            now = time.monotonic()
+            if self.in_flight:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = now
+            elif now - quiet_since >= quiet_ms / 1000:
+                return
+            if now > deadline:
+                pending = sorted(set(self.in_flight.values()))
+                raise TimeoutError(f"requests still open after {timeout_ms / 1000:g} s: {len(pending)}: "
+                                   + ", ".join(pending[:8]))
+            self.page.wait_for_timeout(100)   # lets Playwright deliver the request events meanwhile
 
     def problems(self) -> list[str]:
         return ([f"request to a non-local host (aborted): {u}" for u in self.blocked]
@@ -111,7 +132,11 @@ def watch(context, stubs: dict[str, tuple[str, str]] | None = None) -> WatchedPa
         f"{m.text} ({m.location.get('url', '')}:{m.location.get('lineNumber', '')})") if m.type == "error" else None)
     page.on("pageerror", lambda e: watched.console_errors.append(f"uncaught: {e}"))
 
+    page.on("request", lambda request: watched.in_flight.__setitem__(request, request.url))
+    page.on("requestfinished", lambda request: watched.in_flight.pop(request, None))
+
     def request_failed(request):
+        watched.in_flight.pop(request, None)
         if request.url not in watched.blocked:
             watched.failed.append(f"{request.url}: {request.failure}")
 

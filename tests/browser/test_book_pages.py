@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import warnings
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -76,6 +77,39 @@ def _await_promise(page, expression):
     page.wait_for_function("() => window.__rnnlabSettled === true", timeout=WAIT_MS)
 
 
+def _visit(context, built_book: Path, book_url: str, rel: str) -> Visit:
+    """Load one page in a fresh tab of ``context``; return what was seen (problems, the COLLECT data)."""
+    watched = watch(context)
+    page = watched.page
+    visit = Visit(book_url + rel)
+    try:
+        page.goto(visit.url, wait_until="load", timeout=2 * WAIT_MS)
+        target = REDIRECT.search((built_book / rel).read_text(encoding="utf8", errors="replace")[:500])
+        if target:   # the root index.html is a meta refresh: check the page it lands on
+            page.wait_for_url("**/" + target.group(1), wait_until="load", timeout=WAIT_MS)
+        if page.locator('script[src*="vendor/mathjax"]').count():
+            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                   timeout=WAIT_MS)
+            _await_promise(page, "MathJax.startup.promise")
+        views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        if views and page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
+            page.wait_for_function(
+                "n => document.querySelectorAll('.widget-subarea .jupyter-widgets').length >= n",
+                arg=views, timeout=WAIT_MS)
+        _await_promise(page, "document.fonts.ready")
+        watched.settle(WAIT_MS)   # network idle, naming the requests still open when it is not
+        visit.data = page.evaluate(COLLECT)
+    except Exception as error:  # a timeout names the page, the assertions below say what was seen
+        visit.problems.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")
+    visit.problems.extend(watched.problems())
+    # index.html redirects: a request of the next navigation can reach our route handler
+    # while page.close() waits, and the sync API cannot run the handler then (a deadlock,
+    # seen in 1 of 4 runs). Drop the handler first.
+    page.unroute_all(behavior="ignoreErrors")
+    page.close()
+    return visit
+
+
 @pytest.fixture(scope="module")
 def visited(built_book, book_url, browser) -> dict[str, Visit]:
     """Load every page once; return ``{relative path: Visit}``."""
@@ -83,35 +117,13 @@ def visited(built_book, book_url, browser) -> dict[str, Visit]:
     visits = {}
     try:
         for rel in book_pages(built_book):
-            watched = watch(context)
-            page = watched.page
-            visit = Visit(book_url + rel)
-            try:
-                page.goto(visit.url, wait_until="load", timeout=2 * WAIT_MS)
-                target = REDIRECT.search((built_book / rel).read_text(encoding="utf8", errors="replace")[:500])
-                if target:   # the root index.html is a meta refresh: check the page it lands on
-                    page.wait_for_url("**/" + target.group(1), wait_until="load", timeout=WAIT_MS)
-                if page.locator('script[src*="vendor/mathjax"]').count():
-                    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                                           timeout=WAIT_MS)
-                    _await_promise(page, "MathJax.startup.promise")
-                views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-                if views and page.locator('script[type="application/vnd.jupyter.widget-state+json"]').count():
-                    page.wait_for_function(
-                        "n => document.querySelectorAll('.widget-subarea .jupyter-widgets').length >= n",
-                        arg=views, timeout=WAIT_MS)
-                _await_promise(page, "document.fonts.ready")
-                page.wait_for_load_state("networkidle", timeout=WAIT_MS)
-                visit.data = page.evaluate(COLLECT)
-            except Exception as error:  # a timeout names the page, the assertions below say what was seen
-                visit.problems.append(f"{type(error).__name__}: {str(error).splitlines()[0]}")
-            visit.problems.extend(watched.problems())
+            visit = _visit(context, built_book, book_url, rel)
+            if any(p.startswith("TimeoutError") for p in visit.problems):
+                # Once, on a fresh page: a CI run saw one page never reach network idle in 90 s (it loads
+                # in 4 s here). A page that times out twice fails; a retry is reported as a warning.
+                warnings.warn(f"{rel}: retried after {visit.problems}")
+                visit = _visit(context, built_book, book_url, rel)
             visits[rel] = visit
-            # index.html redirects: a request of the next navigation can reach our route handler
-            # while page.close() waits, and the sync API cannot run the handler then (a deadlock,
-            # seen in 1 of 4 runs). Drop the handler first.
-            page.unroute_all(behavior="ignoreErrors")
-            page.close()
     finally:
         context.close()
     return visits
@@ -174,7 +186,7 @@ def _static_ids(path: Path) -> set[str]:
 def test_internal_links_and_anchors_resolve(visited, built_book, book_url):
     """Every link to a page of the book exists, and every ``#fragment`` is an id of its target page."""
     base = urlsplit(book_url)
-    ids = {rel: set(v.data.get("ids", ())) for rel, v in visited.items()}
+    ids = {rel: set(v.data["ids"]) for rel, v in visited.items() if "ids" in v.data}   # else read statically
     broken, checked = [], 0
     for rel, visit in visited.items():
         for raw, absolute in visit.data.get("links", ()):
