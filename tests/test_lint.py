@@ -171,3 +171,28 @@ def test_roundoff_in_an_unchecked_cell_is_allowed():
 def test_the_sanitizer_masks_only_the_measured_value():
     masked = lint.sanitized("stack: largest difference 1e-16; queue 3 of 3 rows; took 2 s\n", SANITIZE)
     assert masked == "stack: largest difference ROUNDOFF; queue 3 of 3 rows; took TIME\n"
+
+
+def test_page_words_counts_the_main_line_and_the_folded_parts_apart(tmp_path):
+    """Main line: paragraphs, headings, admonitions and exercises; folded: solutions (a directive, or
+    the cells between solution-start and solution-end), dropdowns and reproduction notes; code
+    spans, code blocks and math count nowhere."""
+    import json
+
+    cells = [
+        ("markdown", [], "# Four words in title\n\nOne two three `code span` $x^2$ four.\n\n$$a + b$$\n"),
+        ("markdown", [], "```{admonition} Three word title\n:class: dropdown\nfolded five words here now\n```\n"),
+        ("markdown", [], "```{exercise} ★ Two words\nAsk one thing.\n```\n"),
+        ("markdown", [], "```{solution-start} ex-a\n```\nsolved in four words\n"),
+        ("code", [], "x = 1\n"),
+        ("markdown", [], "still inside the solution\n```{solution-end}\n```\nback on main\n"),
+        ("markdown", ["reproduction"], "a tagged note of seven words here\n"),
+        ("markdown", [], "```{solution} ex-b\nthree folded words\n```\n```python\nnot = counted\n```\n"),
+    ]
+    nb = {"cells": [{"cell_type": t, "metadata": {"tags": tags}, "source": s, **({"outputs": [], "execution_count": None} if t == "code" else {})}
+                    for t, tags, s in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "page.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf8")
+    # main: 4 (title) + 4 (paragraph) + 2 (exercise title) + 3 (its body, ★ not a word) + 3 (back on main)
+    # folded: 3 + 5 (dropdown) + 4 + 4 (gated) + 7 (tagged) + 1 (its label ex-b) + 3 (solution body)
+    assert lint.page_words(path) == {"main": 16, "folded": 27}

@@ -8,6 +8,8 @@
     editions          write the notebook editions Colab and Jupyter open: full/ and student/
     student OUT/      write only the student edition, under OUT/
     lint [PATH...]    the conventions of CONTRIBUTING.md, checked (book/conforming.txt: must pass)
+    words [PATH...]   words of each page's main line and of its folded parts (a lesson: at most
+                      about 2,300 on the main line, TEACHING.md)
 
 The repository URL is written once, in ``_config.yml`` (``repository.url``);
 the first code cell of every notebook installs rnnlab from that URL when it is

@@ -1,5 +1,5 @@
 """``python -m rnnlab.book sync-setup [--ref REF | --unpin] | check | execute NB... | editions |
-student OUT/ | lint [PATH...]``."""
+student OUT/ | lint [PATH...] | words [PATH...]``."""
 import argparse
 import sys
 
@@ -11,10 +11,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m rnnlab.book", description=DOC.split("\n\n")[0],
                                      epilog=DOC.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["sync-setup", "check", "execute", "editions", "student", "lint"])
+    parser.add_argument("command", choices=["sync-setup", "check", "execute", "editions", "student", "lint", "words"])
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="execute: the notebooks to run; student: the output folder; "
-                             "lint: notebooks or chapter folders (default: all)")
+                             "lint, words: notebooks or chapter folders (default: all)")
     parser.add_argument("--root", default=".", help="repository root (where _config.yml is)")
     pin = parser.add_mutually_exclusive_group()
     pin.add_argument("--ref", metavar="REF",
@@ -77,6 +77,17 @@ def main(argv=None):
         if args.paths:      # notebooks named on the command line: each must pass
             failed = any(problems for problems, _ in results.values())
         return 1 if failed else 0
+    if args.command == "words":
+        from .lint import LESSON_WORDS, page_words
+
+        paths = args.paths or notebooks(args.root)
+        import pathlib
+        files = [q for p in paths for q in (sorted(pathlib.Path(p).glob("*.ipynb")) if pathlib.Path(p).is_dir() else [p])]
+        for nb in files:
+            n = page_words(nb)
+            over = "  (a lesson's main line: at most about %d)" % LESSON_WORDS if n["main"] > LESSON_WORDS else ""
+            print(f"{nb}: main line {n['main']} words, folded {n['folded']}{over}")
+        return 0
     from .editions import stale_editions
 
     from .myst import MystError

@@ -381,3 +381,57 @@ def report(results, chapters):
     lines.append(f"{ok} of {len(results)} notebooks pass; conforming chapters ({CONFORMING}): "
                  f"{', '.join(chapters) or 'none'}")
     return "\n".join(lines), failed
+
+
+# --------------------------------------------------------------------------- words
+
+WORD = re.compile(r"[^\W\d_][\w'’-]*|\d[\d.,]*")
+LESSON_WORDS = 2300   # a lesson's main line reads in 20 to 30 minutes (TEACHING.md)
+
+
+def _split_prose(text, gated):
+    """``(main, folded, gated)``: the prose of one markdown text, on the main line and folded, and
+    whether the text ends inside a ``{solution-start}``/``{solution-end}`` pair (``gated`` says
+    whether it begins in one: everything there is folded). Folded: solutions, reproduction notes,
+    dropdown admonitions. Code, math and code spans count nowhere."""
+    main, folded = [], []
+    lines = text.split("\n")
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is not None:
+            if d.name in ("solution-start", "solution-end"):
+                gated = d.name == "solution-start"
+                continue
+            if d.name in ("code-block", "code", "math"):
+                continue
+            inner_main, inner_folded, _ = _split_prose(d.body, gated)
+            if (gated or d.name == "solution" or REPRODUCTION_TAG in _classes(d)
+                    or "dropdown" in _classes(d)):
+                folded += [d.argument] + inner_main + inner_folded
+            else:
+                main += [d.argument] + inner_main
+                folded += inner_folded
+            continue
+        if tok.type == "inline":
+            text_ = "".join(c.content if c.type == "text" else " " for c in tok.children or []
+                            if c.type in ("text", "softbreak", "hardbreak"))
+            (folded if gated else main).append(text_)
+    return main, folded, gated
+
+
+def page_words(path):
+    """Words of a notebook's markdown a student reads: ``{"main": n, "folded": m}``. The main line
+    is what a reader meets scrolling down; folded is what they open (solutions, dropdowns,
+    reproduction notes, cells tagged ``reproduction``)."""
+    nb = json.loads(pathlib.Path(path).read_text(encoding="utf8"))
+    counts, gated = {"main": 0, "folded": 0}, False
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        main, folded, gated = _split_prose(text, gated)
+        if REPRODUCTION_TAG in cell.get("metadata", {}).get("tags", []):
+            main, folded = [], folded + main
+        counts["main"] += sum(len(WORD.findall(t)) for t in main)
+        counts["folded"] += sum(len(WORD.findall(t)) for t in folded)
+    return counts
