@@ -95,10 +95,11 @@ test-browser: $(STAMP)
 # Markdown): full/ (solutions folded) and student/ (no solutions), both committed;
 # tests/test_editions.py checks that they are current and hold no MyST, tests/test_exercises.py
 # that the student edition leaks nothing. `make student` is the old name. The course kit's exercise
-# tables (book/teaching.md) are rewritten from the chapters too.
+# tables and term plans (book/teaching.md) are rewritten from the chapters too.
 editions: $(STAMP)
 	$(PY) -m rnnlab.book editions
 	$(PY) -m rnnlab.checks.grade.kit
+	$(PY) -m rnnlab.course.plan
 
 student: editions
 
