@@ -19,7 +19,7 @@ from .scans import _arrow, _canvas
 from .scans import _box as _scans_box
 
 __all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "eigenvalue_clouds", "cfc_heads",
-           "imitation_pipeline"]
+           "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget"]
 
 WREC_EXAMPLE = dict(n=10, rank=2, sparsity=0.5, seed=0)
 """The small matrix of :func:`wrec_matrices`: n = 10, rank 2, sparsity 0.5, orthogonal init, seed 0."""
@@ -242,4 +242,82 @@ def imitation_pipeline():
     ax.text(9.3, 1.85, "the same\nweights", fontsize=7.5, va="center")
     ax.text(10.35, ye, "score: the return,\nnormalised by\nthe expert's under\nthe same shift",
             fontsize=7.8, ha="left", va="center", color=_GREEN)
+    return fig
+
+
+# ------------------------------------------------------------------ 05_reproducing
+
+HALFCHEETAH_CELLS = {"cfc": ("CfC", "C3"), "lstm": ("LSTM", "C1"), "rnn": ("RNN", "C0"), "gru": ("GRU", "C2")}
+"""Name and colour of each cell in the HalfCheetah figures (the colours of the pendulum's grid)."""
+HALFCHEETAH_CONDS = ("none", "noise", "dropout", "offset")
+"""The four conditions of a closed-loop evaluation: in distribution, then the three shifts."""
+
+
+def normalised_se(row, conds):
+    """Standard error of a run's mean normalised return over ``conds``, from the
+    10 episodes of each condition (the expert's mean on the same seeds taken as
+    exact), for a row of the committed HalfCheetah data."""
+    ses = [np.std(row[f"{c}_returns"], ddof=1) / np.sqrt(len(row[f"{c}_returns"])) / row[f"{c}_expert_return"]
+           for c in conds]
+    return float(np.sqrt(np.sum(np.square(ses))) / len(conds))
+
+
+def halfcheetah_budget(hc, full):
+    """Three panels from the committed HalfCheetah runs (``hc``: the 20-epoch grid,
+    ``full``: the runs at the paper's protocol, both as read from their JSON files):
+    the normalised returns of every grid point at both budgets beside the paper's
+    Tables 5 and 6; the histogram of single episodes' returns (an episode runs or
+    stalls); rank 1 against full rank at 150 epochs with standard errors."""
+    from ..control import paper
+    from ..control.analysis import grid_array
+
+    fig = Figure(figsize=(13.5, 3.8), layout="constrained")
+    axes = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
+    jitter = np.random.default_rng(0)
+    ax = axes[0]
+    for g, (key, table) in enumerate((("none_normalised", 5), ("shift_normalised", 6))):
+        for k, source in enumerate(("20 epochs", "150 epochs", "paper")):
+            for cell, (name, color) in HALFCHEETAH_CELLS.items():
+                if source == "20 epochs":
+                    v = grid_array(hc["rows"], cell, key)[0].ravel()
+                elif source == "150 epochs":
+                    v = np.array([r[key] for r in full["rows"] if r["cell"] == cell])
+                else:
+                    v = paper.table(table, cell)[0].ravel()
+                v = v[np.isfinite(v)]
+                x = 4 * g + k + jitter.uniform(-0.25, 0.25, len(v))
+                ax.scatter(x, v, s=9, color=color, alpha=0.7, label=name if (g, k) == (0, 0) else None)
+    ax.axhline(1, color="k", lw=0.8)
+    ax.set_xticks([0, 1, 2, 4, 5, 6], ["20 ep.", "150 ep.", "paper"] * 2)
+    ax.text(1, 1.5, "in distribution", ha="center")
+    ax.text(5, 1.5, "under shift", ha="center")
+    ax.set(ylabel="normalised return (grid points)", ylim=(-0.1, 1.6),
+           title="the budget closes the gap to the paper")
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+
+    ax = axes[1]
+    grid_eps = np.array([v for r in hc["rows"] for v in r.get("none_returns", [])])
+    full_eps = np.array([v for r in full["rows"] for v in r["none_returns"]])
+    bins = np.linspace(-500, 8500, 37)
+    ax.hist(grid_eps, bins=bins, alpha=0.6, label=f"20 epochs ({len(grid_eps)} episodes)")
+    ax.hist(full_eps, bins=bins, alpha=0.8, label=f"150 epochs ({len(full_eps)} episodes)")
+    ax.set(xlabel="return of one episode, in distribution", ylabel="episodes",
+           title="an episode runs or it stalls")
+    ax.legend(fontsize=7)
+
+    ax = axes[2]
+    pairs = [("cfc", 0), ("cfc", 1), ("lstm", 0)]
+    for i, (cell, seed) in enumerate(pairs):
+        for j, (rank, color) in enumerate(((1, "k"), (None, "0.6"))):
+            row = next(r for r in full["rows"] if r["cell"] == cell and r["seed"] == seed
+                       and r["rank"] == rank and r["sparsity"] == 0)
+            for key, conds, marker, dx in (("none_normalised", HALFCHEETAH_CONDS[:1], "o", -0.08),
+                                           ("shift_normalised", HALFCHEETAH_CONDS[1:], "s", 0.08)):
+                where = "in distribution" if marker == "o" else "under shift"
+                ax.errorbar(i + (j - 0.5) * 0.35 + dx, row[key], yerr=normalised_se(row, conds), fmt=marker,
+                            color=color, ms=5, capsize=2,
+                            label=f"rank {rank or 'full'}, {where}" if i == 0 else None)
+    ax.set_xticks(range(3), [f"{HALFCHEETAH_CELLS[c][0]}, seed {s}" for c, s in pairs])
+    ax.set(ylabel="normalised return ± SE", title="rank 1 against full rank, 150 epochs")
+    ax.legend(fontsize=7)
     return fig
