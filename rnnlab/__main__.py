@@ -9,6 +9,8 @@ Commands:
                               (Grefenstette et al. 2015)
         combo-net             Sparse and SVD Combo Nets (RNNs of RNNs) on sequential images
                               (Kozachkov et al. 2022)
+        control-imitation     low-rank and sparse RNN/LSTM/GRU/CfC policies imitating an expert
+                              in closed loop (Tumma et al. 2024)
     sweep [task] --out DIR --grid NAME=V1,V2 --set NAME=V ...
                               a grid of `train <task>` runs on Ray Tune (local, or a
                               cluster with --address), resumable, results as JSON/CSV
@@ -22,16 +24,41 @@ Commands:
                               away from student code, hidden cases, points
                               (rnnlab.checks.grade)
 
+    bench, book, figures, course-plan, course-exercises, lowrank-laws, combo-summary,
+    transduction-grid, transduction-paper, control-tables
+                              the maintenance and results commands of :data:`TOOLS`:
+                              ``python -m rnnlab bench scan`` is ``python -m rnnlab.bench scan``
+                              (the module entry points keep working)
+
 ``python -m rnnlab train copy-memory --help`` lists a task's options. Tasks
 live in :data:`rnnlab.experiments.TRAIN_TASKS` (read by ``train`` and by
 ``sweep``): each maps a name to a module with ``add_arguments(parser)`` and
-``main(args)``; adding a task is one entry.
+``main(args)``; adding a task is one entry. :data:`TOOLS` is the registry of the
+other commands: each maps a name to a module whose ``main(argv)`` parses the rest
+of the command line; adding one is one entry, and ``python -m rnnlab --help``
+lists it.
 """
 import argparse
 import importlib
 import sys
 
 from .experiments import TRAIN_TASKS
+
+# name -> (module with main(argv), one line of help). Each runs as ``python -m rnnlab NAME ARGS...``,
+# the same as ``python -m MODULE ARGS...``.
+TOOLS = {
+    "bench": ("rnnlab.bench.__main__", "benchmarks, as ratios against a baseline in the same run (scan, lds, ...)"),
+    "book": ("rnnlab.book.__main__", "the book's notebooks: sync-setup, check, execute, editions, student, lint, words"),
+    "figures": ("rnnlab.figures.__main__", "draw the book's schematics (SVG and PNG), or --check them"),
+    "course-plan": ("rnnlab.course.plan", "rewrite the term plans of book/teaching.md from the pages"),
+    "course-exercises": ("rnnlab.checks.grade.kit", "rewrite the exercise tables of book/teaching.md"),
+    "lowrank-laws": ("rnnlab.experiments.lowrank_laws", "measure the low-rank laws at initialisation, for the book"),
+    "combo-summary": ("rnnlab.experiments.combo_summary", "collect finished combo-net runs into the JSON the book plots"),
+    "transduction-grid": ("rnnlab.experiments.transduction_grid", "a grid of teaching-scale transduction runs"),
+    "transduction-paper": ("rnnlab.experiments.transduction_paper",
+                           "collect paper-scale transduction runs into the JSON the book plots"),
+    "control-tables": ("rnnlab.control.analysis", "tables of a finished imitation grid"),
+}
 
 def build_parser():
     parser = argparse.ArgumentParser(prog="python -m rnnlab",
@@ -61,10 +88,16 @@ def build_parser():
                                 description=grading.DESCRIPTION, epilog=grading.LAYOUT_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     grading.add_arguments(grade)
+    for name, (module, help_text) in TOOLS.items():   # parsed by the module itself (see main)
+        commands.add_parser(name, help=help_text, add_help=False,
+                            description=f"{help_text}; python -m rnnlab {name} --help for its options")
     return parser
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in TOOLS:
+        return importlib.import_module(TOOLS[argv[0]][0]).main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "train":
