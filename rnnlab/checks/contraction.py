@@ -350,7 +350,7 @@ def _find_m_diagonal(W):
 
 exercise(
     "ex-ctr-find-m",
-    notebook=_BOOK + "05_training_combo_nets",
+    notebook=_BOOK + "06_reproducing",
     name="find_m_diagonal",
     signature="find_m_diagonal(W)",
     reference=_find_m_diagonal,
