@@ -220,8 +220,11 @@ def _as_array(x):
 
 def close(got, expected, *, rtol=1e-6, atol=1e-9):
     """``None`` when ``got`` matches ``expected`` (numbers, arrays and tensors
-    within tolerance, tuples/lists elementwise, dicts by key, anything else by
-    ``==``), otherwise a short reason naming the first difference."""
+    within tolerance, tuples/lists elementwise and of the same length, dicts by
+    key, anything else by ``==``), otherwise a short reason naming the first
+    difference. A bool (Python's, NumPy's, or an array or tensor of them) is not
+    a number here: an expected bool takes only bools, an expected number no bool.
+    An expected number (0-d) takes a size-1 array; NaN matches NaN."""
     if isinstance(expected, (tuple, list)):
         if not isinstance(got, (tuple, list)) or _as_array(got) is not None:
             return f"expected a {type(expected).__name__} of {len(expected)} items, got {_kind(got)}"
@@ -242,9 +245,9 @@ def close(got, expected, *, rtol=1e-6, atol=1e-9):
             if why:
                 return f"[{k!r}]: {why}"
         return None
-    e = _as_array(expected)
+    e = np.asarray(expected) if isinstance(expected, bool) else _as_array(expected)
     if e is not None:
-        g = _as_array(got)
+        g = np.asarray(got) if isinstance(got, bool) else _as_array(got)
         if g is None:
             if isinstance(got, (list, tuple)):
                 try:
@@ -252,13 +255,17 @@ def close(got, expected, *, rtol=1e-6, atol=1e-9):
                 except (ValueError, TypeError):
                     g = None
             if g is None or g.dtype == object:
-                return f"expected {'a number' if e.ndim == 0 else 'an array'}, got {_kind(got)}"
+                what = "True or False" if e.dtype == bool else "a number"
+                return f"expected {what if e.ndim == 0 else 'an array'}, got {_kind(got)}"
         if g.shape != e.shape and not (e.ndim == 0 and g.size == 1):
             return f"expected shape {tuple(e.shape)}, got shape {tuple(g.shape)}"
         g = g.reshape(e.shape)
         if not (np.issubdtype(g.dtype, np.number) or g.dtype == bool):
             return f"expected numbers, got an array of {g.dtype}"
-        if e.dtype == bool or g.dtype == bool:
+        if (e.dtype == bool) != (g.dtype == bool):
+            return (f"expected {'True or False' if e.dtype == bool else 'numbers'}, "
+                    f"got {'bools' if g.dtype == bool else _kind(got) if e.ndim == 0 else g.dtype}")
+        if e.dtype == bool:
             return None if np.array_equal(g, e) else "values differ"
         with np.errstate(invalid="ignore", over="ignore"):
             ok = np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
