@@ -694,3 +694,72 @@ def test_the_moved_names_stay_importable_from_contraction():
     assert theorem7_margin_grid is counterexamples.theorem7_margin_grid
     with pytest.raises(ImportError, match="cannot import name 'nothing'"):
         from rnnlab.theory.contraction import nothing  # noqa: F401
+
+
+# --------------------------------------------------------------------------- #
+# Each certificate's rate is what its proof gives in its own metric (issue 40)
+# --------------------------------------------------------------------------- #
+def _theorem1_proof_rate(W, metric, g=1.0):
+    """Theorem 1's proof, by hand: ``dV/dt <= |dx|^T (P A + A^T P) |dx|`` with ``A = g|W| - I``
+    (a diagonal entry ``W_ii <= 0`` set to 0), ``V = dx^T P dx``; so ``V`` decays at
+    ``2 lambda``, the smallest generalised eigenvalue of ``(-(P A + A^T P), P)``."""
+    A = np.abs(W)
+    np.fill_diagonal(A, np.maximum(np.diag(W), 0.0))
+    A = g * A - np.eye(len(W))
+    return scipy.linalg.eigh(-(metric @ A + A.T @ metric), metric, eigvals_only=True).min() / 2
+
+
+@pytest.mark.parametrize("method", ["explicit", "lmi", "lyapunov"])
+@pytest.mark.parametrize("g", [1.0, 0.8])
+def test_theorem1_rate_is_the_proofs_in_its_own_metric_not_the_abscissa_bound(method, g):
+    W = _theorem1_positive()
+    cert = th.certify_theorem1(W, g, method=method)
+    bound = -np.linalg.eigvals(theorem1_matrix(W, g)).real.max()
+    assert cert.margin == pytest.approx(bound, rel=1e-12)
+    assert cert.rate == pytest.approx(_theorem1_proof_rate(W, cert.metric, g), rel=1e-9, abs=1e-12)
+    # a diagonal metric reaches -alpha(A) only with A's Perron vectors; these metrics do not
+    assert 0 < cert.rate < bound * (1 - 1e-6), (cert.rate, bound)
+
+
+def test_theorem1_rate_reaches_the_bound_when_it_is_tight():
+    """W symmetric and nonnegative: the explicit metric is the identity, the rate is
+    -alpha(g|W| - I), and the slope g on every unit (Jacobian -I + gW = A) attains it."""
+    W = np.array([[0.0, 0.3, 0.1], [0.3, 0.2, 0.0], [0.1, 0.0, 0.0]])
+    cert = th.certify_theorem1(W)
+    bound = -np.linalg.eigvalsh(theorem1_matrix(W)).max()
+    assert np.allclose(cert.metric, np.eye(3) * cert.metric[0, 0])
+    assert cert.rate == pytest.approx(bound, rel=1e-9) and cert.margin == pytest.approx(bound, rel=1e-12)
+    assert cert.rate == pytest.approx(_theorem1_proof_rate(W, cert.metric), rel=1e-9)
+    exact, _, is_exact = th.rate_in_metric(W, cert.metric)
+    assert is_exact and exact == pytest.approx(cert.rate, rel=1e-9)
+
+
+def test_theorem4_rate_is_delta_minus_the_strict_part_in_its_own_metric():
+    for W, g in ((_triangular(0), 1.0), (_triangular(3).T, 0.7)):
+        cert = th.certify_theorem4(W, g)
+        Gamma = np.sqrt(np.diag(cert.metric))
+        scaled = Gamma[:, None] * W / Gamma[None, :]
+        N = scaled - np.diag(np.diag(scaled))
+        delta = 1 - g * max(np.diag(W).max(), 0.0)
+        assert cert.rate == pytest.approx(delta - g * np.linalg.norm(N, 2), rel=1e-9)
+        assert cert.rate < 0.99 * delta                 # not the margin's bound
+    # diagonal W: no strict part, the rate is delta, and the slope g on the largest W_ii attains it
+    W = np.diag([0.5, -1.0, 0.2])
+    cert = th.certify_theorem4(W)
+    assert cert.rate == pytest.approx(0.5, rel=1e-12)
+    assert th.rate_in_metric(W, cert.metric)[0] == pytest.approx(0.5, rel=1e-9)
+
+
+def test_theorem5_rate_is_one_minus_the_scaled_norm_in_its_own_metric():
+    r = RNG(4)
+    W = r.normal(size=(5, 5)) * 0.2
+    given = np.array([1, 1.2, 0.9, 1.1, 1.0])
+    for g, cert in ((1.0, th.certify_theorem5(W)), (1.0, th.certify_theorem5(W, P=given)),
+                    (0.5, th.certify_theorem5(W, 0.5))):
+        assert cert.holds
+        s = np.sqrt(np.diag(cert.metric))
+        assert cert.rate == pytest.approx(1 - g * np.linalg.norm(s[:, None] * W / s[None, :], 2), rel=1e-9)
+    # W = 0.6 I: rate 0.4 in every diagonal metric, attained by the slope 1
+    cert = th.certify_theorem5(0.6 * np.eye(3), P=np.array([1.0, 2.0, 3.0]))
+    assert cert.rate == pytest.approx(0.4, rel=1e-12)
+    assert th.rate_in_metric(0.6 * np.eye(3), cert.metric)[0] == pytest.approx(0.4, rel=1e-9)
