@@ -238,7 +238,8 @@ def main(argv=None):
         print(f"question bank: {err}", file=sys.stderr)
         return 1
     if args.check:
-        print(f"question bank: {sum(map(len, bank.values()))} questions in {len(bank)} chapters, all valid")
+        pages = "" if toc_pages(args.root) is not None else " (pages and anchors not checked: no _toc.yml)"
+        print(f"question bank: {sum(map(len, bank.values()))} questions in {len(bank)} chapters, all valid{pages}")
         return 0
     if args.out is None:
         parser.error("--out is required (or --check)")
