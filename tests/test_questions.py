@@ -75,7 +75,6 @@ def test_quiz_is_reproducible_by_seed_and_holds_no_answers(tmp_path):
     whole = (tmp_path / "all" / "quiz.md").read_text()
     answers = (tmp_path / "all" / "answers.md").read_text()
     assert len(re.findall(r"^## Question \d+", whole, re.M)) == len(BY_ID)
-    assert not re.search(r"answer\b|\bwhy\b|tests:", whole, re.I) or "Justify your answer" in whole
     assert "**Answer.**" not in whole and "Tests:" not in whole
     for q in BY_ID.values():
         assert q["explanation"].strip()[:60] not in whole, q["id"]
