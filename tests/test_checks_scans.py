@@ -65,7 +65,7 @@ def test_hillis_steele_power_of_two_formula_fails_for_other_lengths():
         return n * k - n + 1, k
 
     _fails_at("ex-scans-counts", power_of_two_formula, 2, 8,
-              'algorithm = "hillis_steele", n = 3', "expected (3, 2), got (4, 2)")
+              'algorithm = "hillis_steele", n = 3', "your value is wrong: item 0: values differ (too large)")
 
 
 def test_blelloch_without_padding_fails_at_a_length_that_is_not_a_power_of_two():
@@ -75,7 +75,7 @@ def test_blelloch_without_padding_fails_at_a_length_that_is_not_a_power_of_two()
         return 2 * (n - 1), 2 * _ceil_log2(n)
 
     _fails_at("ex-scans-counts", no_padding, 7, 8, 'algorithm = "blelloch", n = 5',
-              "expected (14, 6), got (8, 6)")
+              "your value is wrong: item 0: values differ (too small)")
 
 
 def test_blelloch_depth_off_by_one_fails_at_its_first_case():
@@ -159,7 +159,7 @@ def test_chunked_depth_of_the_text_formula_fails_for_one_chunk():
         return 2 * -(-n // chunks) + _ceil_log2(chunks) - 1
 
     _fails_at("ex-scans-chunks", text_formula, 2, 6, "n = 4096, chunks = 1",
-              "expected 8190, got 8191")
+              "your value is wrong: values differ (too large)")
 
 
 def test_chunked_depth_ignoring_empty_chunks_fails():

@@ -48,8 +48,10 @@ exercise(
         Case((np.array([[0.5, 0.0, 0.0], [2.0, -1.0, 0.0], [0.0, 1.0, 0.3]]),),
              show="W = [[0.5, 0, 0], [2, -1, 0], [0, 1, 0.3]] (a chain of three units)"),
     ],
-    hint="W D scales column j of W by D_jj; go through all 2^n corners, D = 0 and "
-         "D = I included, and keep the smallest rate.",
+    hint="the rate is the worst one over every slope matrix D in the box; where in the box is "
+         "the worst of a problem linear in D?",
+    hints=("W D scales column j of W by D_jj; go through all 2^n corners, D = 0 and "
+         "D = I included, and keep the smallest rate.",),
 )
 
 
@@ -79,8 +81,11 @@ exercise(
         Case((np.array([[0.5, 0.0], [0.0, 0.2]]),),
              show="W = [[0.5, 0], [0, 0.2]], g = 1 (no coupling)"),
     ],
-    hint="the proof needs g ||N_eps|| <= delta / 2; a negative diagonal entry does not "
-         "lower delta, and eps may not exceed 1.",
+    hint="follow the proof of Theorem 4 with eps as the unknown: which norm must stay below "
+         "delta / 2, and how does it grow with eps?",
+    hints=("the proof needs g ||N_eps|| <= delta / 2; a negative diagonal entry does not "
+         "lower delta, and eps may not exceed 1.",),
+    fixed=True,
 )
 
 
@@ -138,9 +143,12 @@ exercise(
         Case((0.5, 0.25), show="eps = 0.5, k = 0.25"),
         Case((0.9, 3.0), show="eps = 0.9, k = 3"),
     ],
-    hint="the diagonal of W D is zero, so at each corner the symmetric part of W D has "
+    hint="the identity is a contraction metric while the symmetric part of W D - I is negative"
+         " definite at every corner D of the box of slopes.",
+    hints=("the diagonal of W D is zero, so at each corner the symmetric part of W D has "
          "eigenvalues +-|s| with s its off-diagonal entry; the identity works while every "
-         "|s| is below the leak, 1. Check all four corners of [eps, 1]^2.",
+         "|s| is below the leak, 1. Check all four corners of [eps, 1]^2.",),
+    fixed=True,
     rtol=1e-8,
 )
 
@@ -187,9 +195,12 @@ exercise(
         Case((np.array([[0.0, 6.0], [0.0, 0.0]]),), show="W = [[0, 6], [0, 0]] (one link, 2 -> 1)"),
         Case((_rotation(3.0),), show="W = [[0, -3], [3, 0]] (Theorem 7: no constant metric)"),
     ],
-    hint="at each of the four corners D, X = (P W D)_sym - P is 2 x 2: negative definite iff "
+    hint="a constant metric works for every slope iff it works at the four corners D of the "
+         "box (prop-ctr-vertices): write the condition at each corner as inequalities in p.",
+    hints=("at each of the four corners D, X = (P W D)_sym - P is 2 x 2: negative definite iff "
          "its (1, 1) entry is negative and its determinant positive; intersect the p-intervals "
-         "(lo = 0.0 or hi = math.inf where a side is unbounded, None when empty).",
+         "(lo = 0.0 or hi = math.inf where a side is unbounded, None when empty).",),
+    fixed=True,
     rtol=1e-7,
     atol=1e-9,
 )
@@ -302,8 +313,10 @@ exercise(
         Case((0.01, 2.0), show="alpha = 0.01, leak 2"),
         Case((0.5, 5.0), show="alpha = 0.5, leak 5 (a step too long even without rotation)"),
     ],
-    hint="one step multiplies x by 1 + alpha (-leak + i omega); it shrinks |x| when "
-         "(1 - alpha leak)^2 + alpha^2 omega^2 < 1; when no omega >= 0 works, return 0.",
+    hint='one Euler step multiplies x by a complex number: when is its modulus below 1?',
+    hints=("one step multiplies x by 1 + alpha (-leak + i omega); it shrinks |x| when "
+         "(1 - alpha leak)^2 + alpha^2 omega^2 < 1; when no omega >= 0 works, return 0.",),
+    fixed=True,
 )
 
 

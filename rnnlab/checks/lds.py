@@ -172,9 +172,11 @@ exercise(
     fixed=True,
     signature="delay_line(k)",
     reference=_delay_reference, cases=_delay_cases, compare=_delay_compare, difficulty=2,
-    hint="with B' = 1 the response at lag m is Re sum_j C_j lambda_j^m: choose the "
+    hint="the response at lag m is a sum over the modes of C_j lambda_j^m: what must it be at "
+         "each lag from 0 to k?",
+    hints=("with B' = 1 the response at lag m is Re sum_j C_j lambda_j^m: choose the "
          "eigenvalues so that the powers lambda^m repeat, and C so that the sum over "
-         "modes cancels at every lag but k.")
+         "modes cancels at every lag but k.",))
 
 
 # ----------------------------------------------------------------- 02_ldstack

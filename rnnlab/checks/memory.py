@@ -76,8 +76,10 @@ exercise(
     answers=("rnnlab.kernels.memory:neural_memory",), fixed=True,
     reference=_queue_by_hand_reference, cases=lambda: [Case((), show="d = (0.6, 0.7, 0.4), u = (0, 0.2, 0.9)")],
     compare=_queue_by_hand_compare, difficulty=1,
-    hint="Each step pops from the front (the oldest row) first, then pushes, then reads from the front "
-         "a total of at most 1; the read can take no more than the memory holds.")
+    hint="go through the steps in order and write down the strengths after the pop, after the "
+         "push, and the weights of the read.",
+    hints=("Each step pops from the front (the oldest row) first, then pushes, then reads from the front "
+         "a total of at most 1; the read can take no more than the memory holds.",))
 
 
 def _reversal_reference(n):
@@ -128,9 +130,10 @@ exercise(
     "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
     fixed=True, words=False,
     reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=2,
-    hint="Every step pops, then pushes, then reads, and a push puts its own value into that step's read. "
+    hint='for n = 1, write down what the memory must hold just before each read of the output.',
+    hints=("Every step pops, then pushes, then reads, and a push puts its own value into that step's read. "
          "The first read of the output has to see the last symbol pushed; after that, each step must "
-         "remove exactly one row before it reads.")
+         "remove exactly one row before it reads.",))
 
 
 # ----------------------------------------------------------------- 02: the backward dynamics

@@ -38,10 +38,13 @@ exercise(
                    for alg, ns in (("hillis_steele", (1, 3, 300, 1024)),
                                    ("blelloch", (1, 8, 5, 4097)))
                    for n in ns],
-    hint="Hillis-Steele: the step with offset 2^d updates the slots 2^d .. n - 1, and the "
+    hint="count the combines of each step by hand for a small n that is not a power of two (3 "
+         "or 5), and compare with n = 4 and n = 8.",
+    hints=("Hillis-Steele: the step with offset 2^d updates the slots 2^d .. n - 1, and the "
          "last offset may be well below n when n is not a power of two. Blelloch: count one "
          "up-sweep and one down-sweep level for n = 2^k first; other lengths are padded with "
-         "identities to the next power of two before the sweeps.",
+         "identities to the next power of two before the sweeps.",),
+    fixed=True,
 )
 
 
@@ -188,9 +191,13 @@ exercise(
     reference=_chunked_depth,
     cases=lambda: [Case((n, p), show=f"n = {n}, chunks = {p}")
                    for n, p in ((4096, 16), (4096, 1), (10, 4), (12, 9), (7, 7), (1, 1))],
-    hint="count the steps with at least one combine in each phase: the longest chunk "
+    hint="depth counts steps with at least one combine, not combines: go through the three "
+         "phases of sa.chunked_scan (reduce, carry scan, rescan) and ask how many steps each "
+         "takes for these n and chunks.",
+    hints=("count the steps with at least one combine in each phase: the longest chunk "
          "decides the reduce and the rescan, only the chunks that are not empty take "
-         "part in the carry scan, and with one chunk there is no carry to apply.",
+         "part in the carry scan, and with one chunk there is no carry to apply.",),
+    fixed=True,
 )
 
 
