@@ -196,3 +196,11 @@ def test_page_words_counts_the_main_line_and_the_folded_parts_apart(tmp_path):
     # main: 4 (title) + 4 (paragraph) + 2 (exercise title) + 3 (its body, ★ not a word) + 3 (back on main)
     # folded: 3 + 5 (dropdown) + 4 + 4 (gated) + 7 (tagged) + 1 (its label ex-b) + 3 (solution body)
     assert lint.page_words(path) == {"main": 16, "folded": 27}
+
+
+def test_is_lesson_excludes_index_reproducing_and_performance_pages():
+    assert lint.is_lesson("book/lds/01_modal_form.ipynb")
+    assert lint.is_lesson("lowrank/04_closed_loop")
+    for page in ("book/lds/index.md", "book/lds/05_reproducing.ipynb", "book/lds/04_speed.ipynb",
+                 "scans/03_performance"):
+        assert not lint.is_lesson(page), page

@@ -78,14 +78,14 @@ def main(argv=None):
             failed = any(problems for problems, _ in results.values())
         return 1 if failed else 0
     if args.command == "words":
-        from .lint import LESSON_WORDS, page_words
+        from .lint import LESSON_WORDS, is_lesson, page_words
 
         paths = args.paths or notebooks(args.root)
         import pathlib
         files = [q for p in paths for q in (sorted(pathlib.Path(p).glob("*.ipynb")) if pathlib.Path(p).is_dir() else [p])]
         for nb in files:
             n = page_words(nb)
-            over = "  (a lesson's main line: at most about %d)" % LESSON_WORDS if n["main"] > LESSON_WORDS else ""
+            over = "  (a lesson's main line: at most about %d)" % LESSON_WORDS if n["main"] > LESSON_WORDS and is_lesson(nb) else ""
             print(f"{nb}: main line {n['main']} words, folded {n['folded']}{over}")
         return 0
     from .editions import stale_editions

@@ -387,6 +387,14 @@ def report(results, chapters):
 
 WORD = re.compile(r"[^\W\d_][\w'’-]*|\d[\d.,]*")
 LESSON_WORDS = 2300   # a lesson's main line reads in 20 to 30 minutes (TEACHING.md)
+# Pages of a chapter that are not lessons: its index, its "Reproducing" page, optional performance pages.
+NOT_A_LESSON = re.compile(r"^(index|\d+_reproducing|\d+_speed|\d+_performance)$")
+
+
+def is_lesson(path):
+    """True for a chapter's lesson page (``book/lds/01_modal_form.ipynb``), False for its index,
+    its Reproducing page and an optional performance page (TEACHING.md, "A chapter")."""
+    return not NOT_A_LESSON.match(pathlib.PurePath(str(path)).stem)
 
 
 def _split_prose(text, gated):

@@ -60,7 +60,6 @@ PLANS = {
          ["contraction/01_contraction_in_one_page", "contraction/04_networks_of_networks"]),
     ],
 }
-OPTIONAL = re.compile(r"(^|/)(index|\d+_reproducing|\d+_speed|\d+_performance)$")  # not lessons
 REGION = re.compile(r"(?P<open><!-- plan: (?P<name>\w+) -->\n)(?P<body>.*?)(?P<close><!-- end plan -->)", re.S)
 
 
@@ -134,10 +133,10 @@ def read_page(rel, book):
 
 def lessons(root=ROOT):
     """The lesson pages of ``_toc.yml`` (``chapter/page``), in reading order."""
+    from ..book.lint import is_lesson
     from ..book.myst import toc_order
 
-    return [p[len("book/"):] for p in toc_order(root)
-            if p.startswith("book/") and p.count("/") == 2 and not OPTIONAL.search(p)]
+    return [p[len("book/"):] for p in toc_order(root) if p.startswith("book/") and p.count("/") == 2 and is_lesson(p)]
 
 
 def _time(minutes):
