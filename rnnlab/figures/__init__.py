@@ -29,6 +29,7 @@ import pathlib
 from . import contraction, lowrank, scans
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
+from . import lds_copy  # the copying-memory timeline of book/lds/03_copy_memory
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
@@ -42,6 +43,7 @@ FIGURES = {
     "combo_net_blocks": (contraction.combo_net_blocks, "book/contraction/figures/combo_net_blocks.svg"),
     "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
     "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
+    "certificate_levels": (contraction.certificate_levels, "book/contraction/figures/certificate_levels.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
@@ -49,6 +51,7 @@ FIGURES = {
     "lds_companion_modal": (lds_figures.companion_modal, "book/lds/figures/companion_modal.svg"),
     "lds_paper_lds": (lds_figures.paper_lds, "book/lds/figures/paper_lds.svg"),
     "lds_ldstack_staircase": (lds_figures.ldstack_staircase, "book/lds/figures/ldstack_staircase.svg"),
+    "lds_copy_timeline": (lds_copy.copy_timeline, "book/lds/figures/copy_timeline.svg"),
     "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
