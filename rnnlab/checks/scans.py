@@ -38,8 +38,8 @@ exercise(
                    for alg, ns in (("hillis_steele", (1, 3, 300, 1024)),
                                    ("blelloch", (1, 8, 5, 4097)))
                    for n in ns],
-    hint="count the combines of each step by hand for a small n that is not a power of two (3 "
-         "or 5), and compare with n = 4 and n = 8.",
+    hint="count the combines of each step by hand for a small n that is not a power of two, "
+         "and compare with the powers of two on either side of it.",
     hints=("Hillis-Steele: the step with offset 2^d updates the slots 2^d .. n - 1, and the "
          "last offset may be well below n when n is not a power of two. Blelloch: count one "
          "up-sweep and one down-sweep level for n = 2^k first; other lengths are padded with "
