@@ -414,3 +414,74 @@ def test_every_edition_notebook_is_valid_nbformat(real_editions):
 
     for (edition, rel), (text, _, _) in real_editions.items():
         nbformat.validate(nbformat.reads(text, as_version=4))
+
+
+# ------------------------------------------------------------- the leak check reads the solutions on its own (issue 40)
+
+from rnnlab.checks import student as st  # noqa: E402
+
+NESTED_THREE = ("```{exercise} Prove it\n:label: ex-n\n\nShow it.\n```\n\n"
+                "```{solution} ex-n\n:class: dropdown\n\nFirst, in code:\n```python\nx = 42\n```\n"
+                "Then n = 2.\nAnd by induction on n, the rest.\n```\n\nAfter.")
+NESTED_FOUR = NESTED_THREE.replace("```{solution} ex-n", "````{solution} ex-n").replace(
+    "the rest.\n```\n\nAfter.", "the rest.\n````\n\nAfter.")
+NESTED_COLON = NESTED_THREE.replace("```{solution} ex-n", ":::{solution} ex-n").replace(
+    "the rest.\n```\n\nAfter.", "the rest.\n:::\n\nAfter.")
+
+
+def test_solution_lines_follow_nested_fences():
+    for source in (NESTED_THREE, NESTED_FOUR, NESTED_COLON):
+        inside, outside = st.solution_lines(_nb(["# T", source]))
+        assert {"First, in code:", "x = 42", "Then n = 2.", "And by induction on n, the rest."} <= set(inside)
+        assert "After." in outside and "Show it." in outside and "Then n = 2." not in outside
+
+
+def test_solution_lines_of_a_gated_solution_take_its_cells():
+    nb = _nb(["Before.\n\n```{solution-start} ex-g\n:class: dropdown\n```\n\nIn words.",
+              ("code", "y = 1"), "```{solution-end}\n```\n\nAfter.", ("code", "z = 2")])
+    inside, outside = st.solution_lines(nb)
+    assert {"In words.", "y = 1", "```{solution-end}"} <= set(inside)
+    assert {"Before.", "After.", "z = 2"} <= set(outside) and "y = 1" not in outside
+
+
+def test_a_solution_with_a_nested_fence_of_the_same_length_is_caught():
+    """The remover ends a three-backtick {solution} at its inner code fence's close, so the prose after
+    it stays in the student notebook, and the remover never recorded it as removed."""
+    nb = _nb(["# T", NESTED_THREE])
+    student, removed = st.student_notebook(nb)
+    text = json.dumps(student)
+    assert "Then n = 2." in text and "Then n = 2." not in removed        # what the remover missed
+    problems = st.leaks(student, removed, nb)
+    assert any("Then n = 2." in p for p in problems), problems          # 11 characters: no length floor
+    assert any("And by induction on n" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("source", [NESTED_FOUR, NESTED_COLON])
+def test_a_solution_with_a_properly_nested_fence_leaks_nothing(source):
+    nb = _nb(["# T", source])
+    student, removed = st.student_notebook(nb)
+    assert "Then n = 2." not in json.dumps(student)
+    assert st.leaks(student, removed, nb) == []
+
+
+def test_a_short_solution_line_copied_into_the_student_notebook_is_caught():
+    nb = _nb(["```{exercise} A\n:label: ex-s\n```", ("code", "import numpy as np"),
+              "```{solution-start} ex-s\n```", ("code", "import numpy as np\nk = 7"), "```{solution-end}\n```"])
+    student, removed = st.student_notebook(nb)
+    assert st.leaks(student, removed, nb) == []          # the setup line the solution repeats is no leak
+    student["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                             "source": "k = 7"})
+    assert any("'k = 7'" in p for p in st.leaks(student, removed, nb))
+    # found without the remover's record too
+    assert any("'k = 7'" in p for p in st.leaks(student, "", nb))
+
+
+def test_the_student_edition_refuses_a_nested_fence_leak(book, index):
+    nb = json.loads((book / "book" / "ch" / "a.ipynb").read_text())
+    nb["cells"][3]["source"] = ("```{exercise} ★★ Derive it\n:label: ex-a\n\nShow it.\n```\n\n"
+                                "```{solution} ex-a\n:class: dropdown\n\n```python\nx = 42\n```\n"
+                                "Then n = 2.\n```")
+    student, removed = editions.student_edition(nb, "ch/a.ipynb", index)
+    assert "Then n = 2." in json.dumps(student)
+    with pytest.raises(ValueError, match="Then n = 2"):
+        editions._check_leaks({("student", "ch/a.ipynb"): (editions.dump(student), removed, nb)})

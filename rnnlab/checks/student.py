@@ -244,15 +244,78 @@ def _picture(output):
             and set(output.get("metadata", {})) <= {"image/png"})
 
 
+_ANY_FENCE = re.compile(r"^\s*(?P<fence>`{3,}|~{3,}|:{3,})\s*(?P<info>.*?)\s*$")
+_DIRECTIVE = re.compile(r"^\{(?P<name>[\w-]+)\}")
+_QUOTE = re.compile(r"^[\s>]*")
+
+
+def solution_lines(nb):
+    """``(inside, outside)``: the lines of notebook ``nb`` inside its solutions and
+    outside them, read without the remover (:class:`_Scanner`), for :func:`leaks`.
+
+    Each markdown cell's fences are tracked as a stack, as nested directives
+    are written: a fence line with an info string (```` ```python ````,
+    ```` ```{solution} ex-a ````) opens a block inside the innermost open one;
+    a bare fence closes the innermost block if it has the same character and is
+    at least as long, else it opens one. Inside is every line of a
+    ``{solution}`` block, of a ``{solution-start}`` ... ``{solution-end}`` gate
+    (its directives and the cells between them, code included), and of any
+    block nested in them: a ``{solution}`` written with three backticks around
+    a code fence of three backticks stays one solution here, whatever the
+    remover made of it."""
+    inside, outside = [], []
+    gated = False
+    for cell in nb.get("cells", []):
+        src = _source(cell)
+        if cell.get("cell_type") != "markdown":
+            (inside if gated else outside).extend(src.splitlines())
+            continue
+        stack = []                      # open blocks: (fence character, length, directive name)
+        for line in src.splitlines():
+            in_solution = gated or any(name in ("solution", "solution-start", "solution-end")
+                                       for *_, name in stack)
+            m = _ANY_FENCE.match(line)
+            if m is None:
+                (inside if in_solution else outside).append(line)
+                continue
+            fence, info = m.group("fence"), m.group("info")
+            if stack and not info and fence[0] == stack[-1][0] and len(fence) >= stack[-1][1]:
+                *_, name = stack.pop()
+                (inside if in_solution else outside).append(line)
+                if name == "solution-start":
+                    gated = True
+                elif name == "solution-end":
+                    gated = False
+                continue
+            d = _DIRECTIVE.match(info)
+            name = d.group("name") if d else None
+            stack.append((fence[0], len(fence), name))
+            opens_solution = name in ("solution", "solution-start", "solution-end")
+            (inside if in_solution or opens_solution else outside).append(line)
+    return inside, outside
+
+
+def _count(lines, line):
+    """How often ``line`` occurs in ``lines`` (each stripped of indentation and
+    quote marks): as a whole line, or inside one for a line of 25 characters or
+    more (text a conversion may have joined to other text)."""
+    if len(line) >= 25:
+        return sum(x.count(line) for x in lines)
+    return sum(_QUOTE.sub("", x).strip() == line for x in lines)
+
+
 def leaks(student, removed, chapter=None):
     """What in ``student`` should not be there (an empty list when it is clean):
     solution directives, outputs other than a stored picture (a display of a
     PNG only: the figures the chapter shows), execution counts, metadata beyond
     tags and folding (``jupyter``, ``cellView``), widget state, unused
-    attachments, and any line of a removed solution (of
-    25 characters or more) that appears in a cell more often than the chapter
-    notebook ``chapter`` uses it outside its solutions (a line of setup code
-    that a solution repeats is not a leak; with no ``chapter``, any is)."""
+    attachments, and any line of a solution, however short (one with a letter
+    or a digit), that appears in the student notebook more often than the
+    chapter notebook ``chapter`` uses it outside its solutions (a line of setup
+    code that a solution repeats is not a leak; with no ``chapter``, any is).
+    The solutions' lines are those the remover recorded (``removed``) and those
+    :func:`solution_lines` finds in ``chapter`` on its own, so that text the
+    remover missed (and so never recorded) is still caught."""
     problems = []
     for n, cell in enumerate(student["cells"], 1):
         src = _source(cell)
@@ -271,15 +334,15 @@ def leaks(student, removed, chapter=None):
             problems.append(f"cell {n}: unused attachments")
     if set(student.get("metadata", {})) - {"kernelspec", "language_info", "rnnlab"}:
         problems.append(f"notebook metadata {sorted(student['metadata'])}")
-    text = "\n".join(_source(c) for c in student["cells"])
-    full = "\n".join(_source(c) for c in chapter["cells"]) if chapter else ""
+    text = [x for c in student["cells"] for x in _source(c).splitlines()]
+    inside, outside = solution_lines(chapter) if chapter else ([], [])
     seen = set()
-    for line in removed.splitlines():
-        line = line.strip()
-        if len(line) < 25 or line in seen:
+    for line in [*removed.splitlines(), *inside]:
+        line = _QUOTE.sub("", line).strip()
+        if line in seen or not any(ch.isalnum() for ch in line):
             continue
         seen.add(line)
-        allowed = max(0, full.count(line) - removed.count(line)) if chapter else 0
-        if text.count(line) > allowed:
+        allowed = _count(outside, line)
+        if _count(text, line) > allowed:
             problems.append(f"solution text present: {line[:60]!r}")
     return problems
