@@ -28,7 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 __all__ = ["SLOPE_W", "CHAIN_WEIGHT", "CHAIN_LINKS", "EULER_ALPHA",
-           "slope_box", "theorem7_ellipses", "combo_net_blocks", "euler_circle", "metric_chain"]
+           "slope_box", "theorem7_ellipses", "combo_net_blocks", "euler_circle", "metric_chain",
+           "certificate_levels"]
 
 SLOPE_W = ((0.0, -0.2), (4.0, 0.0))
 """The two-unit example of ``01_contraction_in_one_page``."""
@@ -274,4 +275,53 @@ def metric_chain(weight=CHAIN_WEIGHT, links=CHAIN_LINKS):
             f"and this metric has {p[0] / p[-1]:.3g}", fontsize=8)
     ax.text(-0.45, 4.2, "metric steps down:", fontsize=8, color=_ORANGE)
     ax.text(n - 0.35, 0.2, "bar height:\nlog p", fontsize=7.5, ha="right", color=_GREEN)
+    return fig
+
+
+def certificate_levels(root=None):
+    """The four levels of a Combo Net's certificate as nested sets of networks (``05_training_combo_nets``).
+
+    For a fixed block-diagonal metric ``M`` and Euler step ``alpha``: the nets whose modules
+    contract in their metrics contain those whose flow contracts in ``M`` (the assembly's
+    symmetric part has the modules' on its diagonal blocks), which contain those whose every
+    Euler step contracts in ``M`` (``(I + aJ)^T M (I + aJ) < M`` gives ``M J + J^T M < 0``), which
+    contain those certified by the Euler norm bound. The nets whose Euler map contracts in *some*
+    constant metric contain the third set but not the second. The committed constrained nets
+    are placed from their certificates: all below the norm bound before training, and those of
+    8 modules and more, after training, with an Euler Jacobian of spectral radius above 1.
+    """
+    root = pathlib.Path(root) if root else pathlib.Path(__file__).resolve().parents[2]
+    runs = json.loads((root / "book/contraction/data/combo-digits.json").read_text())["runs"]
+    on = [r for r in runs.values() if r["config"]["constraint"] == "on"]
+    big = [r for r in on if r["config"]["modules"] >= 8]
+    assert all(r["certificate_before"]["euler_norm_bound"] < 1 for r in on)
+    assert all(r["certificate_after"]["continuous_certified"] for r in big)
+    assert all(r["certificate_after"]["max_euler_radius"] > 1 for r in big)
+    fig = Figure(figsize=(8.6, 4.4))
+    ax = fig.add_axes((0.01, 0.01, 0.98, 0.98))
+    ax.set_xlim(0, 10.6)
+    ax.set_ylim(0, 5.2)
+    ax.set_axis_off()
+    from matplotlib.patches import Ellipse
+
+    boxes = [((0.2, 0.2), 7.6, 4.8, _BLUE, "#eef3fa",
+              "1  every module contracts in its own metric (Theorems 1, 5)"),
+             ((0.6, 0.55), 6.8, 3.9, _BLUE, _BLUE_FILL,
+              "2  the flow of the assembly contracts in M (Corollaries 1, 2)"),
+             ((3.6, 0.9), 3.5, 2.9, _GREEN, "#cfe8cf", "3  every Euler step contracts in M"),
+             ((3.9, 1.25), 2.9, 1.5, _GREEN, "#b5dcb5", "Euler norm bound below 1")]
+    for (x, y), w, h, ec, fc, text in boxes:
+        ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.15",
+                                    ec=ec, fc=fc, lw=1.2))
+        ax.text(x + 0.15, y + h - 0.3, text, fontsize=8.5, color=ec, va="center")
+    ax.add_patch(Ellipse((6.5, 2.35), 7.8, 4.5, fill=False, ec=_ORANGE, lw=1.4, ls="--"))
+    ax.text(8.5, 4.75, "4  the Euler map contracts\nin some constant metric", fontsize=8.5,
+            color=_ORANGE, ha="left", va="center")
+    ax.scatter([4.6], [1.75], s=40, color=_INK, zorder=4)
+    ax.text(4.75, 1.75, "the committed nets before training;\nwith euler_margin, after it too",
+            fontsize=7.5, va="center")
+    ax.scatter([1.6], [1.6], s=40, color=_RED, zorder=4)
+    ax.text(1.0, 1.05, "trained, 8 modules and more:\nan Euler Jacobian with\nspectral radius above 1",
+            fontsize=7.5, color=_RED, va="center")
+    ax.text(8.6, 0.05, "for a fixed metric M and step α", fontsize=7.5, color=_INK, style="italic")
     return fig
