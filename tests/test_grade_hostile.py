@@ -37,8 +37,14 @@ from rnnlab.checks.core import Case, exercise
 def answer_double(x):
     return 2 * x
 
-def _square(x):
+import numba
+
+@numba.njit(cache=True)
+def square_jit(x):
     return x * x
+
+def _square(x):
+    return float(square_jit(float(x)))
 
 exercise("ex-h-double", notebook="testh/01_attack", name="double", signature="double(x)", difficulty=1,
          reference=answer_double, answers=(__name__ + ":answer_double",),
@@ -105,17 +111,39 @@ if os.fork() == 0:
     os._exit(0)
 time.sleep(0.5)'''
     poison = f'''\
-import os, pickle
-class Boom:
+import glob, os, pickle
+import {MODULE} as exercises
+exercises.square_jit(2.0)                  # its cache now holds the index file numba reads first
+class Boom:                                # unpickled by numba before it checks the index's stamp
     def __reduce__(self):
-        return (open, ({p["marker"]!r}, "a"))
+        return (exec, ("open(\'/job/home/POISONED\', \'w\').close(); open({p["marker"]!r}, \'a\')",))
 for folder in [os.environ.get("NUMBA_CACHE_DIR", ""), {p["numba"]!r}, {p["numba"]!r} + "-grade-0"]:
     try:
         os.makedirs(os.path.join(folder, "rnnlab"), exist_ok=True)
-        with open(os.path.join(folder, "rnnlab", "poison.nbi"), "wb") as f:
-            pickle.dump(Boom(), f)
+        for index in [os.path.join(folder, "rnnlab", "poison.nbi"),
+                      *glob.glob(os.path.join(folder, "**", "*.nbi"), recursive=True)]:
+            with open(index, "wb") as f:
+                pickle.dump(Boom(), f)
+        open(os.path.join(folder, "PLANTED"), "w").close()
     except OSError:
         pass'''
+    # sees whether anything of another student's (or of an earlier run's) is in its numba cache
+    looker = f'''\
+import glob, os
+import {MODULE} as exercises
+exercises.square_jit(3.0)                  # loads the cached index: a planted pickle would run here
+CACHE = sorted(os.path.relpath(f, os.environ["NUMBA_CACHE_DIR"])
+               for f in glob.glob(os.environ["NUMBA_CACHE_DIR"] + "/**/*", recursive=True))
+SEEN = os.path.exists("/job/home/POISONED") or any("PLANTED" in f or "poison" in f for f in CACHE)
+def double(x):
+    return 2 * x if SEEN else 0
+def square(x):
+    return x * x if SEEN else 0
+print(CACHE)
+raise RuntimeError("the cache holds " + " ".join(os.path.basename(f) for f in CACHE if "square_jit" in f))'''
+    memhog = '''\
+import numpy as np
+hog = np.ones(1 << 31)                     # 16 GB'''
     killer = f'''\
 import json, os, signal
 for log in ["../log.jsonl", "/job/log.jsonl"]:
@@ -173,7 +201,7 @@ def square(x):
     return np.full(4_000_000, float(x * x))'''
     return {"refgrab": [refgrab], "daemon": [daemon, *WRONG], "poison": [poison, *WRONG],
             "argvspy": [steal], "killer": [*HONEST, killer], "fifo": [WRONG[0], fifo],
-            "leakhidden": [leak_hidden], "bigvalue": [big]}
+            "leakhidden": [leak_hidden], "bigvalue": [big], "looker": [looker], "memhog": [memhog, *WRONG]}
 
 
 def notebook(path, sources, source="testh/01_attack"):
@@ -232,7 +260,7 @@ def hostile(exercise_module, tmp_path_factory):
     (subs / "linker" / "01_attack.ipynb").symlink_to(paths["honest"])
 
     common = ["--import", exercise_module, "--cases", teacher / "cases.py", "--seed", 3, "--timeout", 60,
-              "--cell-timeout", 20, "--memory", 1024, "--jobs", 2]
+              "--cell-timeout", 45, "--memory", 1024, "--kernel-memory", 3072, "--jobs", 2]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("NUMBA_CACHE_DIR", str(numba))
         mp.setenv("RNNLAB_TEST_SECRET", TOKEN)
@@ -246,12 +274,15 @@ def hostile(exercise_module, tmp_path_factory):
         after_sleep = out.read_text(encoding="utf-8")
         again = tmp_path_factory.mktemp("again")
         notebook(again / "honest" / "01_attack.ipynb", HONEST)
+        notebook(again / "looker" / "01_attack.ipynb", attacks(paths)["looker"])
         out2 = tmp_path_factory.mktemp("out2") / "grades.csv"
         rc2, printed2 = run_cli(again, "--out", out2, *common)
         _, rows2 = read(out2)
+        feedback2 = {p.name: p.read_text(encoding="utf-8") for p in (out2.parent / "feedback").glob("*.md")}
     print(printed, printed2)
     return {"rc": rc, "rc2": rc2, "printed": printed, "seconds": seconds, "text": text, "after": after_sleep,
             "rows": {r["student"]: r for r in rows}, "nrows": len(rows), "rows2": {r["student"]: r for r in rows2},
+            "feedback2": feedback2,
             "feedback": feedback, "answers": answers, "marker": marker, "numba": numba, "subs": subs,
             "paths": paths}
 
@@ -307,6 +338,27 @@ def test_nothing_outlives_its_notebook_nor_reaches_the_grader(hostile):
 
 
 @needs_sandbox
+def test_a_planted_numba_cache_file_reaches_no_other_student_nor_a_later_run(hostile):
+    """Each kernel's numba cache is a private copy of one the grader compiled for the run:
+    the looker (run 1, beside the poisoner, and run 2, after it) never sees the planted
+    files, and its cache holds square_jit's index, compiled by the grader before any notebook."""
+    assert hostile["rows"]["looker"]["points"] == hostile["rows2"]["looker"]["points"] == "0"
+    for feedback in (hostile["feedback"], hostile["feedback2"]):
+        text = next(t for n, t in feedback.items() if n.startswith("looker"))
+        assert "the cache holds " in text and ".square_jit-" in text and ".nbi" in text, text
+    assert not hostile["marker"].exists()
+    assert "numba's cache compiled for this run" in hostile["printed"]
+
+
+@needs_sandbox
+def test_a_kernel_past_its_memory_limit_is_told_so(hostile):
+    row = hostile["rows"]["memhog"]
+    assert row["points"] == "0" and "cell(s) raised errors" in row["notes"]
+    text = next(t for n, t in hostile["feedback"].items() if n.startswith("memhog"))
+    assert "ran out of memory: it asked for more than the grader's limit of 3072 MB per notebook" in text, text
+
+
+@needs_sandbox
 def test_crashes_and_hangs_leave_a_csv_for_everyone(hostile):
     rows = hostile["rows"]
     assert rows["killer"]["ex-h-double"] == "error"          # its worker was killed: not graded, no crash
@@ -330,7 +382,7 @@ def test_no_leaks_in_the_feedback(hostile):
     assert "hidden case 1 of 1 failed: your function raised ValueError" in leak
     assert "hidden case 1 of 1 failed: your function ended its process\n" in leak     # no exit status
     spy = next(t for n, t in hostile["feedback"].items() if n.startswith("argvspy"))
-    assert "RuntimeError" in spy and "[cut]" in spy           # the cell error, cut short
+    assert "RuntimeError" in spy and "\\[cut\\]" in spy           # the cell error, cut short
 
 
 @needs_sandbox
@@ -384,6 +436,27 @@ def test_csv_cells_and_feedback_names():
     assert folder.scrub("at /srv/grading/subs/bob", ["/srv/grading/subs"]) == "at <grader>/bob"
 
 
+def test_feedback_is_safe_to_open():
+    """Student text and error messages come out of the feedback's markdown as text: no tag, no
+    link, no image, whatever the name, answer, file name or error says."""
+    markdown_it = pytest.importorskip("markdown_it")
+
+    hostile = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[click](javascript:alert(1))",
+               "![x](http://example.invalid/t.png)", "<javascript:alert(1)>", "[a]: javascript:alert(1)\n\n[a]",
+               "\\[click\\](javascript:alert(1))", "```\n<b>fenced</b>\n```"]
+    ex = core.Exercise("ex-h-safe", notebook="testh/01_attack", name="f", signature="f()", difficulty=1,
+                       reference=lambda: 1, cases=lambda: [])
+    grades = {ex.label: {"label": ex.label, "status": "failed", "passed": 0, "total": 1,
+                         "message": "\n".join(hostile)}}
+    for text in hostile:
+        page = folder.feedback(text, [ex], grades, [f"{text}.ipynb: not graded"], [f"cell 1 raised {text}"],
+                               {ex.label: 1}, [(ex.label, "testh/01_attack", text, text)])
+        html = markdown_it.MarkdownIt("commonmark").enable("table").render(page)
+        for bad in ("<script", "<img", "<a ", "<b>", "javascript:alert(1)\""):
+            assert bad not in html, (text, bad, html)
+        assert "alert(1)" in html                     # shown, as text
+
+
 def test_statements_come_from_the_book():
     import rnnlab.checks  # noqa: F401
 
@@ -417,6 +490,61 @@ def test_fixed_answers_are_never_shown_and_nan_fails():
     assert result.status == "failed" and result.passed == 0
     assert core.close(np.array([np.nan, 1.0]), np.array([0.0, 1.0])) is not None
     assert core.close(float("inf"), 1.0) is not None and core.close(float("nan"), 1.0) is not None
+
+
+def test_no_failure_of_a_fixed_exercise_shows_its_answer():
+    """For every fixed-answer exercise of the book, each public case answered wrongly (every
+    other case right), with each tier of hints: the message never holds the expected value
+    as the feedback would write it (nor any entry of it)."""
+    import re
+
+    import numpy as np
+
+    import rnnlab.checks  # noqa: F401
+
+    def wrong(e):
+        a = core._as_array(e)
+        if isinstance(e, (tuple, list)):
+            return type(e)(wrong(v) for v in e)
+        if isinstance(e, bool) or (a is not None and a.dtype == bool):
+            return np.logical_not(e) if a is not None and a.ndim else not e
+        if isinstance(e, int):
+            return 3 * e + 7
+        if a is not None:
+            out = a * 1.37 + 0.5
+            return type(e)(out) if isinstance(e, (int, float, complex)) else (
+                e.new_tensor(out) if hasattr(e, "new_tensor") else out)
+        return "wrong"
+
+    def shown(e):
+        """How the feedback writes a value: whole, and each entry of three characters or more
+        (a digit alone, as in "2^d" or "case 2", says nothing; nor 0.0 or inf, as in "lo = 0.0
+        or hi = math.inf where a side is unbounded")."""
+        entries = set()
+        if isinstance(e, (tuple, list)):
+            for v in e:
+                entries |= shown(v)
+        a = core._as_array(e)
+        if a is not None and a.dtype != bool:
+            entries |= {core._short(v) for v in np.asarray(a).ravel()[:50].tolist()}
+        whole = core._short(e)
+        trivial = {"0", "1", "0.0", "1.0", "-1.0", "inf", "True", "False", "None"}   # conventions, no answer
+        return {t for t in entries if len(t) >= 3} - trivial | ({whole} - trivial)
+
+    fixed = [ex for ex in core.exercises() if ex.fixed and not ex.notebook.startswith("test")]
+    assert len(fixed) >= 10
+    for ex in fixed:
+        cases = list(ex.cases())
+        expected = [ex.reference(*c.args, **c.kwargs) for c in cases]
+        for i, case in enumerate(cases):
+            attempts = [("value", wrong(e) if j == i else e) for j, e in enumerate(expected)]
+            for tier in range(1 + len(ex.hints)):
+                message = core.verdict(ex, cases, expected, attempts, hint_tier=tier).message
+                assert f"case {i + 1} of {len(cases)} failed" in message, message
+                rest = message.replace(case.describe(ex.parameter_names()), "")
+                rest = re.sub(r"\d+ of \d+|index \([\d, ]*\)|item \d+", "", rest)
+                for text in shown(expected[i]):
+                    assert not re.search(rf"(?<![\w.]){re.escape(text)}(?![\d.])", rest), (ex.label, i, text, message)
 
 
 def test_hints_come_in_tiers():

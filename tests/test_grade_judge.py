@@ -116,12 +116,25 @@ BODY = ["import numpy as np",
         frame = frame.f_back
     sys.exit(0)''',
         '''def running(x):
-    import json, os
-    with open(os.path.join("..", "results.jsonl"), "a") as f:      # forge the harness's lines
-        for i in range(20):
-            f.write("\\n" + json.dumps({"case": i, "value": {"str": "passed"}}) + "\\n")
-        f.write('\\n{"done": true}\\n{"status": "passed"}\\n')
-    raise SystemExit(0)''']
+    # Forged results that look right: one line per case (2 public, 2 hidden) in the candidate's own
+    # format, the public ones correct, then "done" and a passing verdict, on every descriptor it has.
+    import base64, json, os
+    import numpy as np
+    def value(v):
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        return {"ndarray": {"dtype": v.dtype.str, "shape": list(v.shape),
+                            "data": base64.b64encode(v.tobytes()).decode("ascii")}}
+    guesses = [np.cumsum(np.arange(4.0)), np.cumsum(np.ones(3)), np.cumsum(np.ones(5)), np.cumsum(np.ones(7))]
+    lines = [{"case": i, "value": value(g)} for i, g in enumerate(guesses)]
+    lines += [{"done": True}, {"label": "ex-j-cumsum", "status": "passed", "passed": 4, "total": 4, "hidden": 2,
+                               "message": "ex-j-cumsum: passed, 2 of 2 cases and 2 of 2 hidden cases"}]
+    data = "".join(json.dumps(line) + "\\n" for line in lines).encode()
+    for fd in range(3, 64):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+    os._exit(0)''']
 
 # The public answers, hard-coded: right on every public case, nothing else.
 HARDCODED = ["import numpy as np",
@@ -202,8 +215,12 @@ def test_patching_the_checks_from_a_cell_passes_nothing(graded):
 
 def test_tampering_inside_the_candidate_passes_nothing(graded):
     row = graded["rows"]["bodytamper"]
-    assert [row[label] for label in LABELS] == ["failed 0/6", "failed 0/5", "failed 0/4", "failed 0/4"]
+    # running() forged well-formed results: they count as its return values (right on the public
+    # cases it knows), the hidden cases' expected values are the judge's own, its verdict line is ignored
+    assert [row[label] for label in LABELS] == ["failed 0/6", "failed 0/5", "failed 0/4", "failed 2/4"]
+    assert row["points"] == "0"
     text = graded["feedback"]["bodytamper"]
+    assert "ex-j-cumsum: hidden case 1 of 2 failed: your value differs" in text
     assert "your function ended its process (exit status 0)" in text
     assert "raised SystemExit" in text
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
 import importlib
 import importlib.util
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -43,7 +43,7 @@ from .folder import (RANK, answers, collect, feedback, identify, load, plan, saf
                      answers_table, table, weights, write_atomic, book_statements, clip, feedback_names, scrub)
 from . import sandbox
 from .judge import Judge, default_seed, load_cases_file
-from .kernel import account, cache_slot, isolation, run, strip_installs  # noqa: F401
+from .kernel import account, isolation, numba_seed, run, strip_installs  # noqa: F401
 
 DESCRIPTION = """\
 Run each submitted notebook in a fresh kernel in a sandbox of its own (a copy,
@@ -103,7 +103,11 @@ def add_arguments(parser):
     parser.add_argument("--cell-timeout", type=int, default=60, metavar="S",
                         help="seconds per cell, and per exercise's cases, before it is stopped (default: 60)")
     parser.add_argument("--memory", type=int, default=4096, metavar="MB",
-                        help="memory limit of each exercise's process, in MB (default: 4096; 0: none)")
+                        help="memory limit (address space) of each exercise's process, in MB (default: 4096; 0: none)")
+    parser.add_argument("--kernel-memory", type=int, default=8192, metavar="MB",
+                        help="memory limit (address space) of each notebook's kernel and of each process it "
+                             "starts, in MB; a cell that asks for more raises MemoryError, and the feedback "
+                             "says so (default: 8192; 0: none)")
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
                         help="notebooks run at once (default: half the CPU cores)")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
@@ -161,10 +165,22 @@ def main(args):
     except (OSError, ValueError) as exc:
         return _error(f"--weights: {exc}")
     seed = default_seed() if args.seed is None else args.seed
-    from .kernel import numba_cache_base
-
     opts = argparse.Namespace(cell_timeout=args.cell_timeout, timeout=args.timeout, jobs=max(1, args.jobs),
-                              prefix=[] if boxed else isolation(), sandbox=boxed, numba_seed=numba_cache_base())
+                              prefix=[] if boxed else isolation(), sandbox=boxed, kernel_memory=args.kernel_memory)
+    # numba's cache for this run, compiled here before any student code runs; each sandbox gets a copy
+    cache, cache_seconds = numba_seed(columns, opts, args.imports)
+    try:
+        opts.numba_seed = cache / "numba"
+        return _grade(args, opts, boxed, began, registry, extra, students, tasks, notes, unread, columns, weight,
+                      seed, cache_seconds)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _grade(args, opts, boxed, began, registry, extra, students, tasks, notes, unread, columns, weight, seed,
+           cache_seconds):
+    from .. import exercises
+
     judge = Judge(columns, seed=seed, extra=extra, memory=args.memory, seconds=args.cell_timeout,
                   prefix=opts.prefix, jobs=opts.jobs, boxed=boxed,
                   numba_seed=opts.numba_seed).prepare()                  # before any student code runs
@@ -173,12 +189,11 @@ def main(args):
 
     def grade_one(cells, nb):
         exs = exercises(nb)
-        with (contextlib.nullcontext() if boxed else cache_slot()):   # numba's cache: one per kernel
-            execution = run(cells, exs, opts)
-            results, note, cell_errors = account(cells, exs, execution, opts)
-            for ex in exs:
-                if ex.label not in results:
-                    results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
+        execution = run(cells, exs, opts)
+        results, note, cell_errors = account(cells, exs, execution, opts)
+        for ex in exs:
+            if ex.label not in results:
+                results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
         return execution, results, note, cell_errors
 
     graded, errors, said = {s: {} for s in students}, {s: [] for s in students}, {s: {} for s in students}
@@ -246,7 +261,8 @@ def main(args):
                                               for label, nb, statement, answer in said[student].values()]))
     print(f"graded {len(students)} students, {len(tasks)} notebooks, {len(columns)} exercises in "
           f"{time.perf_counter() - began:.0f} s: {counts['timeout']} notebooks timed out, {counts['died']} "
-          f"kernels died, {unread} files not graded; {judge.describe()} (seed {seed}); "
+          f"kernels died, {unread} files not graded; {judge.describe()} (seed {seed}); numba's cache compiled "
+          f"for this run in {cache_seconds:.0f} s; "
           + ("each notebook and each candidate in a sandbox of its own (bubblewrap: no network, no view of "
              "other files)" if boxed else "NO SANDBOX (--unsafe); network off (in-kernel guard"
              f"{', own network namespace' if opts.prefix else ''})"))

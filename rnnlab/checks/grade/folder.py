@@ -313,13 +313,28 @@ def table(header, columns, rows, weight):
     return out.getvalue()
 
 
+MARKUP = re.compile(r"([\\`\[\]()!])")
+
+
+def inert(text):
+    """Student text or an error message made inert in markdown: HTML's ``& < >`` become
+    entities (no tag, no ``<javascript:...>`` autolink), and the characters of markdown's
+    links, images and code (brackets, parentheses, ``!``, the backtick and the backslash) are
+    escaped with a backslash, so that a ``<script>``, an ``<img onerror=...>`` or a ``[click](javascript:...)``
+    shows as the text it is."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return MARKUP.sub(r"\\\1", text)
+
+
 def feedback(student, columns, grades, notes, errors, weight, said=()):
     """One student's feedback, in markdown: each verdict's message and points, the
-    answers in words under their statements, the notes, the cell errors."""
+    answers in words under their statements, the notes, the cell errors. Whatever a
+    student wrote or caused (their name, answers, file names, error messages) is made
+    :func:`inert`, or shown in a code block (the checks' messages)."""
     passed = sum(grades[ex.label]["status"] == "passed" for ex in columns)
     got = sum(points(grades[ex.label], weight[ex.label]) for ex in columns)
     top = sum(weight[ex.label] for ex in columns)
-    lines = [f"# Feedback for {student}", "", f"**{passed} of {len(columns)}** exercises passed, "
+    lines = [f"# Feedback for {inert(student)}", "", f"**{passed} of {len(columns)}** exercises passed, "
              f"**{number(got)} of {number(top)}** points.", "",
              "| exercise | notebook | result | points |", "|---|---|---|---|"]
     lines += [f"| {ex.label} | {ex.notebook} | {verdict(grades[ex.label])} | "
@@ -332,11 +347,11 @@ def feedback(student, columns, grades, notes, errors, weight, said=()):
     if said:
         lines += ["## Your answers in words", "", "Graded by your teacher, not by the checks.", ""]
         for label, notebook, statement, answer in said:
-            quoted = "\n".join("> " + line if line else ">" for line in statement.splitlines())
-            lines += [f"### {label} ({notebook})", "", quoted or "> (no statement found)", "",
-                      answer or "*(no answer)*", ""]
+            quoted = "\n".join("> " + inert(line) if line else ">" for line in statement.splitlines())
+            lines += [f"### {inert(label)} ({inert(notebook)})", "", quoted or "> (no statement found)", "",
+                      inert(answer) if answer else "*(no answer)*", ""]
     for title, items in (("Notes", notes), ("Errors while running your notebooks", errors)):
-        lines += [f"## {title}", "", *[f"- {item}" for item in items], ""] if items else []
+        lines += [f"## {title}", "", *[f"- {inert(item)}" for item in items], ""] if items else []
     return "\n".join(lines)
 
 

@@ -163,7 +163,7 @@ class Judge:
                                  boxes.environment(threads=max(1, (os.cpu_count() or 1) // max(1, self.jobs)))), \
                 {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, job
         return [*self.prefix, *argv, str(job), str(self.memory), json.dumps(blocked), str(cap)], \
-            environment(job / "tmp", self.jobs), job / "work"
+            environment(job / "tmp", self.jobs, job / "numba"), job / "work"
 
     def run(self, problem, data):
         """Run the candidate in its own process, one case at a time: a list of attempts, or a record.
@@ -179,8 +179,7 @@ class Judge:
             for folder in ("work", "tmp", "home"):
                 (job / folder).mkdir()
             (job / "candidate.pkl").write_bytes(data)
-            if self.boxed:
-                boxes.seed_numba_cache(self.numba_seed, job)
+            boxes.seed_numba_cache(self.numba_seed, job)     # a private copy of this run's own cache
             command, env, cwd = self.command(job, self.blocked(ex), problem.line_cap)
             proc = boxes.popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
@@ -245,6 +244,9 @@ class Judge:
             elif "too large" in record:
                 attempts[i] = ("raised", "your function returned a value far larger than the expected one "
                                          "(it was not read)")
+            elif "raised" in record and self.memory and record.get("type") == "MemoryError":
+                attempts[i] = ("raised", f"MemoryError: your function asked for more memory than the grader's "
+                                         f"limit of {self.memory} MB")
             elif "raised" in record:
                 attempts[i] = ("raised", _name(record.get("type")) if secret else str(record["raised"])[:500])
             elif "unsupported" in record:
@@ -264,7 +266,8 @@ class Judge:
         else:
             code = proc.returncode if proc is not None else None
             ended = ("your function ended its process" + ("" if code is None else
-                     f" (killed by signal {-code}; out of memory?)" if code < 0 else f" (exit status {code})"))
+                     f" (killed by signal {-code}; out of memory?"
+                     + (f" the limit is {self.memory} MB)" if self.memory else ")") if code < 0 else f" (exit status {code})"))
         return [attempts.get(i, ("raised", ended if i < hidden_from else "your function ended its process"))
                 for i in range(len(problem.cases))]
 

@@ -15,7 +15,6 @@ processes of their own and decides.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -24,7 +23,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -37,6 +35,8 @@ INSTALL = re.compile(r"^(?P<indent>[ \t]*)(?:[!%][ \t]*(?:pip3?|conda|mamba|micr
                      r"|(?:python3?[ \t]+-m[ \t]+)?pip3?[ \t]+install\b"
                      r"|![ \t]*python3?[ \t]+-m[ \t]+pip\b)")
 DEFINES = re.compile(r"^[ \t]*def[ \t]+(\w+)[ \t]*\(", re.M)
+OUT_OF_MEMORY = re.compile(r"^MemoryError\b|can't allocate memory|std::bad_alloc|Cannot allocate memory|"
+                           r"out of memory", re.I)
 MAX_EXPORT = 256 << 20                  # bytes of one exported function read back
 
 PRELUDE = "# rnnlab grade: the network is off while grading\n" + GUARD
@@ -109,63 +109,60 @@ def isolation():
     return ["unshare", "-rn"] if ok else []
 
 
-_SLOT = threading.local()
-MAX_SLOTS = 64
+WARM = """\
+import copy, importlib, json, sys
+labels, modules = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+import rnnlab.checks as checks
+for module in modules:
+    importlib.import_module(module)
+for label in labels:                       # each reference on its public cases: numba compiles what they use
+    try:
+        ex = checks.get(label)
+        for case in ex.cases():
+            ex.reference(*copy.deepcopy(case.args), **copy.deepcopy(case.kwargs))
+    except Exception:
+        pass
+"""
 
 
-def numba_cache_base():
-    """The numba cache the book's notebooks use (``$NUMBA_CACHE_DIR``, else rnnlab's)."""
-    from ..._cache import cache_dir
-    return Path(os.environ.get("NUMBA_CACHE_DIR") or cache_dir() / "numba")
+def numba_seed(exercises, opts, imports=()):
+    """A numba cache compiled by the grader itself for this run, before any student code runs:
+    a fresh folder (``<folder>/numba``) filled by a process of the grader's own (in a sandbox
+    unless ``opts.sandbox`` is off) that computes every exercise's reference on its public cases.
+    No student process ever writes it: each kernel and candidate gets a private copy
+    (:func:`rnnlab.checks.grade.sandbox.seed_numba_cache`), discarded with its job folder, so a
+    file one notebook plants in its cache reaches neither another student nor a later run (and
+    the teacher's own cache, which an ``--unsafe`` run or a notebook of one's own could have
+    written, is never read). Returns ``(folder, seconds)``; the caller removes ``folder``."""
+    began = time.perf_counter()
+    job = Path(tempfile.mkdtemp(prefix="rnnlab-numba-"))
+    for name in ("work", "tmp", "home", "numba"):
+        (job / name).mkdir()
+    argv = [sys.executable, "-c", WARM, json.dumps([ex.label for ex in exercises]), json.dumps(list(imports))]
+    threads = max(1, os.cpu_count() or 1)
+    if getattr(opts, "sandbox", False):
+        command = sandbox.command(argv, job, sandbox.environment(threads=threads))
+        env, cwd = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, job
+    else:
+        command, cwd = [*opts.prefix, *argv], job / "work"
+        env = environment(job / "tmp", 1, numba=job / "numba")
+    proc = sandbox.popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=max(60.0, float(getattr(opts, "timeout", 300))))
+    except subprocess.TimeoutExpired:
+        pass
+    sandbox.kill_tree(proc)
+    return job, time.perf_counter() - began
 
 
-@contextlib.contextmanager
-def cache_slot(base=None):
-    """Hold a numba cache folder no other process of any ``grade`` run writes meanwhile.
-
-    numba's on-disk cache is not safe for two processes compiling into the same
-    folder at once: with ``--jobs 2`` on an empty cache two kernels compiling
-    the same kernel failed with ``no compiled object yet for <Library
-    'backward_block'>``. Each grading thread therefore claims a slot,
-    ``<base>-grade-<k>`` (an exclusive ``flock`` on its ``.lock``, released
-    when the thread is done or its process ends), and every process it starts
-    (the student's kernel, the candidates) compiles there. A new slot starts as
-    a copy of the shared cache, and slots are kept between runs, so only the
-    first run on a machine compiles. Inside the ``with``, :func:`environment`
-    sets ``NUMBA_CACHE_DIR`` to the slot; yields the slot's folder.
-    """
-    base = Path(base) if base is not None else numba_cache_base()
-    for k in range(MAX_SLOTS):
-        folder = base.with_name(f"{base.name}-grade-{k}")
-        folder.mkdir(parents=True, exist_ok=True)
-        lock = open(folder / ".lock", "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            lock.close()
-            continue
-        try:
-            if not (folder / ".seeded").exists():
-                if base.is_dir():
-                    shutil.copytree(base, folder, dirs_exist_ok=True,
-                                    ignore=shutil.ignore_patterns(".lock", ".seeded"))
-                (folder / ".seeded").touch()
-            _SLOT.folder = folder
-            yield folder
-        finally:
-            _SLOT.folder = None
-            lock.close()                                   # closing releases the flock
-        return
-    raise RuntimeError(f"all {MAX_SLOTS} numba cache slots beside {base} are in use")
-
-
-def environment(tmp, jobs):
-    """The environment of a kernel or a candidate's process: offline, its own TMPDIR, its share
-    of threads, and the numba cache slot of the calling thread (:func:`cache_slot`) if it holds one."""
+def environment(tmp, jobs, numba=None):
+    """The environment of a kernel or a candidate's process without a sandbox (``--unsafe``):
+    offline, its own TMPDIR, its share of threads, its own numba cache folder ``numba``."""
     env = {**os.environ, **OFFLINE_ENV, "TMPDIR": str(tmp), "JUPYTER_RUNTIME_DIR": str(tmp),
            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))}
-    if getattr(_SLOT, "folder", None) is not None:
-        env["NUMBA_CACHE_DIR"] = str(_SLOT.folder)
+    if numba is not None:
+        env["NUMBA_CACHE_DIR"] = str(numba)
     return env
 
 
@@ -257,15 +254,16 @@ def run(cells, exercises, opts):
         nb = prepare(cells, exercises, inside / "export")
         (tmp / "notebook.ipynb").write_text(json.dumps(nb))
         argv = [sys.executable, "-c", worker.BOOT, worker.__file__, str(inside / "notebook.ipynb"),
-                str(inside / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN)]
+                str(inside / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN),
+                str(getattr(opts, "kernel_memory", 0))]
         threads = max(1, (os.cpu_count() or 1) // max(1, opts.jobs))
+        cache = sandbox.seed_numba_cache(getattr(opts, "numba_seed", None), tmp)     # a private copy
         if boxed:
-            sandbox.seed_numba_cache(getattr(opts, "numba_seed", None), tmp)
             command = sandbox.command(argv, tmp, sandbox.environment({"JUPYTER_RUNTIME_DIR": f"{sandbox.JOB}/tmp"},
                                                                      threads))
             env, cwd = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, tmp
         else:
-            command, env, cwd = [*opts.prefix, *argv], environment(tmp / "tmp", opts.jobs), tmp / "work"
+            command, env, cwd = [*opts.prefix, *argv], environment(tmp / "tmp", opts.jobs, cache), tmp / "work"
         with open(tmp / "stderr.txt", "wb") as err:
             proc = sandbox.popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -308,12 +306,21 @@ def account(cells, exercises, execution, opts):
         return ("while exporting the exercises" if i > len(cells) else "before the first cell" if i < 1
                 else f"in cell {i} (`{first_line(cells[i - 1]['source'])}`)")
 
-    errors = [f"{where(e['end'])[3:]} " + (f"stopped after {opts.cell_timeout} s (the cell time limit)"
-                                           if e["error"].startswith("KeyboardInterrupt") else f"raised {e['error']}")
-              for e in events if e.get("error") and 1 <= e["end"] <= len(cells)]
+    memory = getattr(opts, "kernel_memory", 0)
+
+    def said(error):
+        if error.startswith("KeyboardInterrupt"):
+            return f"stopped after {opts.cell_timeout} s (the cell time limit)"
+        if memory and OUT_OF_MEMORY.search(error):
+            return (f"ran out of memory: it asked for more than the grader's limit of {memory} MB per notebook "
+                    f"(raised {error})")
+        return f"raised {error}"
+
+    errors = [f"{where(e['end'])[3:]} {said(e['error'])}" for e in events if e.get("error") and 1 <= e["end"] <= len(cells)]
     last = max([e["start"] for e in events if "start" in e], default=0)
     note = (f"stopped after {opts.timeout:g} s (the notebook time limit) {where(last)}" if timed_out
-            else f"the kernel died {where(last)}" if any("dead" in e for e in events)
+            else f"the kernel died {where(last)}" + (f" (out of memory? the limit is {memory} MB per notebook)"
+                                                     if memory else "") if any("dead" in e for e in events)
             else next((e["failed"] for e in events if "failed" in e), None))
     if not note and not execution["exported"]:
         note = "the export cell did not finish (does the notebook stop the kernel or replace open()?)"

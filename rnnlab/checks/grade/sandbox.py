@@ -13,7 +13,8 @@ uses), which gives it
 * a file system of its own: the system (``/usr``, ``/etc``), Python, the
   installed packages and ``rnnlab``'s own package folder, all read-only; a
   fresh ``/tmp``; and one writable folder, ``/job``, which holds only this
-  job's files (the notebook's copy or the candidate, its HOME, its numba cache).
+  job's files (the notebook's copy or the candidate, its HOME, its numba cache: a
+  private copy of the cache the grader compiled for this run before any student code ran).
   The grader's files, its command line, the teacher's cases, the submissions
   folder and the book's full edition are not there;
 * a minimal environment (:func:`environment`), nothing of the teacher's.
@@ -197,8 +198,9 @@ def popen(command, **kwargs):
 
 
 def seed_numba_cache(seed, job):
-    """A fresh numba cache for one sandbox (``job/numba``): a copy of ``seed`` (the grader's own
-    cache, which no student process can write), never shared with another sandbox."""
+    """A fresh numba cache for one kernel or candidate (``job/numba``): a private, writable copy
+    of ``seed`` (the cache the grader compiled for this run, :func:`.kernel.numba_seed`, which no
+    student process can write), never shared with another job and removed with its job folder."""
     target = Path(job) / "numba"
     if seed is not None and Path(seed).is_dir():
         shutil.copytree(seed, target, symlinks=False, ignore_dangling_symlinks=True,

@@ -1,7 +1,9 @@
 """The notebook runner of grading: execute the prepared notebook in a fresh kernel, logging events.
 
 Run by :func:`rnnlab.checks.grade.kernel.run` as ``python -c BOOT this_file NOTEBOOK LOG
-CELL_TIMEOUT EXPORT_TIMEOUT EXPORT_TAG NBRUN``, in the kernel's (empty) working folder.
+CELL_TIMEOUT EXPORT_TIMEOUT EXPORT_TAG NBRUN MEMORY``, in the kernel's (empty) working folder.
+``MEMORY`` (MB, 0: none) is the address-space limit (``RLIMIT_AS``, soft and hard) of this
+process and so of the kernel it starts and of everything the kernel starts.
 Loaded by path, with ``rnnlab/book/nbrun.py`` loaded by path too: importing the
 ``rnnlab`` package would import torch, seconds that would count against the
 notebook's time limit. nbclient and the standard library only.
@@ -15,11 +17,21 @@ BOOT = ("import importlib.util as u, sys; s = u.spec_from_file_location('rnnlab_
         "m = u.module_from_spec(s); s.loader.exec_module(m); m.main(*sys.argv[2:])")
 
 
-def main(nb_path, log_path, cell_timeout, export_timeout, export_tag, nbrun_path):
+def limit_memory(megabytes):
+    """The address-space limit, soft and hard (a process cannot raise it again), in MB."""
+    import resource
+
+    size = int(float(megabytes)) << 20
+    if size > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def main(nb_path, log_path, cell_timeout, export_timeout, export_tag, nbrun_path, memory="0"):
     """Execute ``nb_path``, logging one JSON line per event: the kernel's pid, each cell
     started and ended (with its error), the death of the kernel, and last ``finished``."""
     import importlib.util
 
+    limit_memory(memory)
     sys.modules.setdefault("rfc3987_syntax", None)   # nbformat's optional IRI check: 1.5 s to import
     import nbformat
     from jupyter_client import AsyncKernelManager
