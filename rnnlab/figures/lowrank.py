@@ -19,7 +19,7 @@ from .scans import _arrow, _canvas
 from .scans import _box as _scans_box
 
 __all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "eigenvalue_clouds", "cfc_heads",
-           "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget"]
+           "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget", "jacobian_blocks"]
 
 WREC_EXAMPLE = dict(n=10, rank=2, sparsity=0.5, seed=0)
 """The small matrix of :func:`wrec_matrices`: n = 10, rank 2, sparsity 0.5, orthogonal init, seed 0."""
@@ -320,4 +320,59 @@ def halfcheetah_budget(hc, full):
     ax.set_xticks(range(3), [f"{HALFCHEETAH_CELLS[c][0]}, seed {s}" for c, s in pairs])
     ax.set(ylabel="normalised return ± SE", title="rank 1 against full rank, 150 epochs")
     ax.legend(fontsize=7)
+    return fig
+
+
+# ------------------------------------------------------------------ 03_jacobians_memory
+
+def jacobian_blocks(n=12, seed=0):
+    """The one-step Jacobians of an RNN and of an LSTM (its whole state
+    ``(h, c)``), drawn entry by entry: the RNN's is one dense block, every entry
+    through ``W_rec``; the LSTM's ``2n x 2n`` matrix has four blocks, and the
+    ``c``-to-``c`` block is the diagonal ``D(f)``, the path on which the cell
+    state is carried forward without a recurrent matrix. Real Jacobians of the
+    package's cells (hidden ``n``, input 4, full rank, dense, seeded) at a
+    random input and state, from :func:`rnnlab.theory.jacobians.recurrent_jacobian`."""
+    import torch
+
+    from ..models import CELLS
+    from ..theory.jacobians import recurrent_jacobian
+
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, 4, generator=gen, dtype=torch.float64)
+    h = 0.5 * torch.randn(1, n, generator=gen, dtype=torch.float64)
+    c = 0.5 * torch.randn(1, n, generator=gen, dtype=torch.float64)
+    rnn = CELLS["rnn"](4, n, seed=seed).double()
+    lstm = CELLS["lstm"](4, n, seed=seed).double()
+    J_rnn = recurrent_jacobian(rnn, x, h)[0].abs().detach().numpy()
+    J_lstm = recurrent_jacobian(lstm, x, (h, c), full_state=True)[0].abs().detach().numpy()
+    vmax = max(J_rnn.max(), J_lstm.max())
+
+    fig = Figure(figsize=(10, 4.6), layout="constrained")
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
+    for ax, J in zip(axes, (J_rnn, J_lstm)):
+        im = ax.imshow(J, cmap="Greys", vmin=0, vmax=vmax)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[0].set_title("RNN: $\\partial h_t / \\partial h_{t-1} = D(\\tanh')\\,W$\nevery entry through $W$",
+                      fontsize=9)
+    axes[0].set_xlabel("$h_{t-1}$")
+    axes[0].set_ylabel("$h_t$")
+    ax = axes[1]
+    ax.set_title("LSTM, the whole state $(h, c)$: four blocks", fontsize=9)
+    ax.axhline(n - 0.5, color=_RED, lw=1)
+    ax.axvline(n - 0.5, color=_RED, lw=1)
+    labels = {(0, 0): "$\\partial h_t/\\partial h_{t-1}$\nthrough $W$",
+              (0, 1): "$D(o\\,\\tanh'(c_t)\\,f)$\ndiagonal",
+              (1, 0): "$\\partial c_t/\\partial h_{t-1}$\nthrough $W$",
+              (1, 1): "$D(f)$: the highway\nno $W$ on it"}
+    for (i, j), text in labels.items():
+        # the diagonal blocks' labels sit below their diagonal
+        x, y = (j * n + 0.3 * n, i * n + 0.72 * n) if j == 1 else (j * n + n / 2 - 0.5, i * n + n / 2 - 0.5)
+        ax.text(x, y, text, ha="center", va="center", fontsize=8.5,
+                color=_RED if (i, j) == (1, 1) else _BLUE,
+                bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="none", alpha=0.85))
+    ax.set_xticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_{t-1}$", "$c_{t-1}$"])
+    ax.set_yticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_t$", "$c_t$"])
+    fig.colorbar(im, ax=axes, shrink=0.7, label="|entry|")
     return fig
