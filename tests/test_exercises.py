@@ -412,9 +412,32 @@ def _identity_threshold(eps, k=1.0):
     return 2 / max(abs(k * d1 - d2) for d1 in (eps, 1.0) for d2 in (eps, 1.0))
 
 
+def _chunked_depth(n, chunks):
+    """Chunks of L = ceil(n / chunks), of which ceil(n / L) are not empty: the reduce takes
+    L - 1 steps, the Hillis-Steele carry scan ceil(log2 chunks) over the chunks that are not
+    empty, the rescan L (L - 1 with one chunk: no carry to apply)."""
+    L = -(-n // chunks)
+    used = -(-n // L)
+    if used == 1:
+        return 2 * (L - 1)
+    return (L - 1) + math.ceil(math.log2(used)) + L
+
+
+def _modal_lds(theta, C, x):
+    """s_t = e^{i theta} s_{t-1} + x_t (every mode fed the one input), y_t = Re(s_t C), in NumPy."""
+    lam = np.exp(1j * np.asarray(_t(theta)))
+    xs, Cn = np.asarray(_t(x))[..., 0], np.asarray(_t(C))
+    s, ys = np.zeros((xs.shape[0], len(lam)), dtype=complex), []
+    for t in range(xs.shape[1]):
+        s = lam * s + xs[:, t, None]
+        ys.append((s @ Cn).real)
+    return np.stack(ys, 1)
+
+
 INDEPENDENT = {
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
+    "ex-scans-chunks": _chunked_depth,
     "ex-scans-flip": lambda a, b, h0=None: _scan_loop(a, b, h0, reverse=True),
     "ex-scans-shared": _shared_grad,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
@@ -441,6 +464,7 @@ INDEPENDENT = {
     "ex-lr-effective-dim": _effective_dim,
     "ex-lr-lowrank-radius": lambda W1, W2: _radius(_t(W1), _t(W2)),
     "ex-lds-delay": _delay,
+    "ex-lds-scratch": _modal_lds,
     "ex-lds-bprime-2": lambda lam: _two_modes(_t(lam)),
     # (I - W) h = U x
     "ex-found-fixed-point": lambda W, U, x: np.linalg.solve(np.eye(len(W)) - np.asarray(W), np.asarray(U) @ x),
@@ -462,7 +486,7 @@ BY_HAND = {
 }
 
 # No independent answer yet (each needs its own derivation); the list may only shrink.
-NOT_YET = {"ex-scans-chunks", "ex-lds-scratch", "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime",
+NOT_YET = {"ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime",
            "ex-ctr-diag", "ex-found-explode"}
 
 
