@@ -313,14 +313,14 @@ def table(header, columns, rows, weight):
     return out.getvalue()
 
 
-MARKUP = re.compile(r"([\\`\[\]()!])")
+MARKUP = re.compile(r"([\\`\[\]])")
 
 
 def inert(text):
     """Student text or an error message made inert in markdown: HTML's ``& < >`` become
-    entities (no tag, no ``<javascript:...>`` autolink), and the characters of markdown's
-    links, images and code (brackets, parentheses, ``!``, the backtick and the backslash) are
-    escaped with a backslash, so that a ``<script>``, an ``<img onerror=...>`` or a ``[click](javascript:...)``
+    entities (no tag, no ``<javascript:...>`` autolink), and the brackets (without which no
+    link, image or link reference forms), the backtick and the backslash are escaped with a
+    backslash, so that a ``<script>``, an ``<img onerror=...>`` or a ``[click](javascript:...)``
     shows as the text it is."""
     text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return MARKUP.sub(r"\\\1", text)
