@@ -24,7 +24,7 @@ Commands:
                               away from student code, hidden cases, points
                               (rnnlab.checks.grade)
 
-    bench, book, figures, course-plan, course-exercises, course-quiz, lowrank-laws, combo-summary,
+    bench, book, figures, course-plan, course-exercises, course-quiz, autograder, lowrank-laws, combo-summary,
     transduction-grid, transduction-paper, control-tables
                               the maintenance and results commands of :data:`TOOLS`:
                               ``python -m rnnlab bench scan`` is ``python -m rnnlab.bench scan``
@@ -53,6 +53,7 @@ TOOLS = {
     "course-plan": ("rnnlab.course.plan", "rewrite the term plans of book/teaching.md from the pages"),
     "course-exercises": ("rnnlab.checks.grade.kit", "rewrite the exercise tables of book/teaching.md"),
     "course-quiz": ("rnnlab.course.quiz", "a seeded quiz and its answer key from the question bank"),
+    "autograder": ("rnnlab.course.gradescope", "a Gradescope autograder (zip) that grades with python -m rnnlab grade"),
     "lowrank-laws": ("rnnlab.experiments.lowrank_laws", "measure the low-rank laws at initialisation, for the book"),
     "combo-summary": ("rnnlab.experiments.combo_summary", "collect finished combo-net runs into the JSON the book plots"),
     "transduction-grid": ("rnnlab.experiments.transduction_grid", "a grid of teaching-scale transduction runs"),
