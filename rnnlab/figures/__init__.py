@@ -29,7 +29,7 @@ import pathlib
 from . import contraction, lowrank, scans
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
-from . import lds_copy  # the copying-memory timeline of book/lds/03_copy_memory
+from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/03_copy_memory
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
@@ -52,6 +52,7 @@ FIGURES = {
     "lds_paper_lds": (lds_figures.paper_lds, "book/lds/figures/paper_lds.svg"),
     "lds_ldstack_staircase": (lds_figures.ldstack_staircase, "book/lds/figures/ldstack_staircase.svg"),
     "lds_copy_timeline": (lds_copy.copy_timeline, "book/lds/figures/copy_timeline.svg"),
+    "lds_delay_phasors": (lds_copy.delay_phasors, "book/lds/figures/delay_phasors.svg"),
     "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),

@@ -7,12 +7,16 @@ cells, the inputs above and the targets below, one column per step, with an
 arrow from every symbol read to the step that must write it out,
 ``T + 10`` steps later. The token ids are integers, so the drawing is the
 same on every machine.
+
+``delay_phasors`` draws how rotations add up to a delay: the delay line of the
+exercise ``ex-lds-delay`` (``book/lds/01_modal_form``), its terms drawn as
+arrows head to tail at four lags, for the reading of the trained copy model.
 """
 from __future__ import annotations
 
 from .scans import _arrow, _box, _canvas
 
-__all__ = ["TIMELINE_T", "TIMELINE_SEED", "copy_timeline"]
+__all__ = ["TIMELINE_T", "TIMELINE_SEED", "copy_timeline", "PHASOR_DELAY", "delay_phasors"]
 
 TIMELINE_T = 10
 """The delay of the sequence drawn (the page's own example, ``copy_memory(T=10, ...)``)."""
@@ -72,4 +76,52 @@ def copy_timeline(T=TIMELINE_T, seed=TIMELINE_SEED):
     bracket(T + NUM_RECALL, L - 1, f"{NUM_RECALL} steps: write the symbols\nout, in order")
     ax.text(-1.5, 1.2, f"copying memory, T = {T}: {L} steps; the targets are blank (·) until the "
             "recall steps", fontsize=9.5, fontweight="bold", color=_INK, va="center")
+    return fig
+
+
+PHASOR_DELAY = 7
+"""The delay of the delay line drawn by :func:`delay_phasors` (4 modes, 8 arrows)."""
+
+
+def delay_phasors(k=PHASOR_DELAY):
+    """How rotations add up to a delay: the phasors of the delay line of ``ex-lds-delay``.
+
+    The delay line of ``book/lds/01_modal_form`` (exercise ``ex-lds-delay``) with
+    ``k + 1`` unit-modulus eigenvalues, the roots of ``z^(k+1) = -1`` (one mode per
+    conjugate pair, ``B' = 1``). Its impulse response at lag ``m`` is the sum of the
+    ``k + 1`` arrows ``C'_j lambda_j^m / 2`` and their conjugates; each panel draws
+    them head to tail at one lag, so the end of the chain is the output. At lag ``k``
+    they all point the same way (sum 1); at the neighbouring lags they close into a
+    polygon (sum 0); at lag ``2k + 1`` they line up again, inverted (the echo).
+    """
+    import numpy as np
+
+    N = k + 1
+    mu = np.exp(1j * np.pi * (2 * np.arange(N) + 1) / N)   # all k + 1 roots of -1
+    weights = mu ** (-k) / N                               # C'_j / 2 and its conjugate
+    lags = (k - 1, k, k + 1, 2 * k + 1)
+    titles = ("one step early", "the delay", "one step late", "the echo")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(lags), figsize=(11, 3.2))
+    for ax, m, title in zip(axes, lags, titles):
+        arrows = weights * mu ** m
+        ends = np.concatenate([[0], np.cumsum(arrows)])
+        ax.axhline(0, color=_GREY, lw=0.6)
+        ax.axvline(0, color=_GREY, lw=0.6)
+        for a, b in zip(ends[:-1], ends[1:]):
+            ax.annotate("", xy=(b.real, b.imag), xytext=(a.real, a.imag),
+                        arrowprops=dict(arrowstyle="-|>", color=_BLUE, lw=1.2,
+                                        shrinkA=0, shrinkB=0, mutation_scale=8))
+        total = float(np.round(ends[-1].real, 9)) + 0.0    # no "-0"
+        ax.plot([total], [0], "o", color=_ORANGE, ms=7, zorder=3)
+        ax.set(xlim=(-1.25, 1.25), ylim=(-0.85, 0.85), aspect="equal",
+               xticks=[-1, 0, 1], yticks=[])
+        ax.set_title(f"lag {m} ({title}):\nthe arrows add up to {total:+.0f}", fontsize=9,
+                     color=_INK)
+        ax.grid(False)
+    fig.suptitle(f"a delay of k = {k} steps as {N} rotating arrows (B' = 1, "
+                 f"{(N + 1) // 2} modes and their conjugates): each turns by its angle "
+                 "at every step", fontsize=9.5, color=_INK)
+    fig.tight_layout()
     return fig
