@@ -24,7 +24,8 @@ Commands:
                               away from student code, hidden cases, points
                               (rnnlab.checks.grade)
 
-    bench, book, figures, course-plan, course-exercises, course-quiz, autograder, lowrank-laws, combo-summary,
+    bench, book, figures, course-plan, course-exercises, course-quiz, autograder, gradebook,
+    lowrank-laws, combo-summary,
     transduction-grid, transduction-paper, control-tables
                               the maintenance and results commands of :data:`TOOLS`:
                               ``python -m rnnlab bench scan`` is ``python -m rnnlab.bench scan``
@@ -54,6 +55,7 @@ TOOLS = {
     "course-exercises": ("rnnlab.checks.grade.kit", "rewrite the exercise tables of book/teaching.md"),
     "course-quiz": ("rnnlab.course.quiz", "a seeded quiz and its answer key from the question bank"),
     "autograder": ("rnnlab.course.gradescope", "a Gradescope autograder (zip) that grades with python -m rnnlab grade"),
+    "gradebook": ("rnnlab.course.gradebook", "the grades CSV as a Canvas or Moodle gradebook import"),
     "lowrank-laws": ("rnnlab.experiments.lowrank_laws", "measure the low-rank laws at initialisation, for the book"),
     "combo-summary": ("rnnlab.experiments.combo_summary", "collect finished combo-net runs into the JSON the book plots"),
     "transduction-grid": ("rnnlab.experiments.transduction_grid", "a grid of teaching-scale transduction runs"),
