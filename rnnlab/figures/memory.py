@@ -209,7 +209,8 @@ def deque_steps():
 def controller():
     """One step t of a Stack-LSTM: the input symbol and the previous read enter the
     LSTM cell; its output o′ₜ feeds four heads (push dₜ, pop uₜ, value vₜ, output
-    oₜ); the memory pops, pushes and reads; the read rₜ goes to step t + 1."""
+    oₜ); a linear layer turns oₜ into scores yₜ for the softmax; the memory pops, pushes
+    and reads; the read rₜ goes to step t + 1."""
     fig, ax = _canvas(11, 4.4, (0, 11), (0, 4.4))
     y = 2.3
     _box(ax, 0.8, 3.6, 1.3, 0.5, "input symbol\nxₜ", fc=_GREY_FILL)
@@ -233,7 +234,8 @@ def controller():
          "values V, strengths s", ec=_ORANGE, fc="#fdf1e4", fontsize=8.3)
     for hy in (3.8, 3.05, 2.3):
         _arrow(ax, (7.53, hy), (8.05, min(max(hy, 2.35), 3.75)))
-    _box(ax, 9.2, 1.0, 2.3, 0.5, "softmax → next symbol", fc=_GREY_FILL)
+    _box(ax, 9.2, 1.0, 2.3, 0.5, "scores $y_t = W_y\\, o_t + b_y$\n→ softmax → next symbol", fc=_GREY_FILL,
+         fontsize=8)
     _arrow(ax, (7.53, 1.0), (8.05, 1.0))
     _box(ax, 9.2, 1.8, 2.3, 0.4, "rₜ: into the controller at step t + 1", fc=_ORANGE_FILL, ec=_ORANGE,
          fontsize=8)
