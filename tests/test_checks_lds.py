@@ -12,8 +12,8 @@ from rnnlab.checks import evaluate, exercises, get
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
-LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-h0",
-          "ex-ldstack-by-hand", "ex-copy-bprime"]
+LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-nnrnn",
+          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime"]
 
 
 def _cells(notebook):
@@ -60,6 +60,10 @@ def _two_modes_wrong_sign(lam):
     return lam / (lam[0] - lam[1])                   # B'_2 with the wrong sign
 
 
+def _nn_rnn_without_A(A, B):
+    return B.clone(), A.clone()                      # W_ih = B: the A of h_t = rho(A s_t) forgotten
+
+
 def _h0_forgotten(stack, x, h0):
     from rnnlab.models.ldstack import rnn_reference
 
@@ -99,6 +103,7 @@ def _delay_by_k_modes(k):
 
 WRONG = {
     "ex-lds-bprime-2": (_two_modes_wrong_sign, 1, "first at index (1,)"),
+    "ex-ldstack-nnrnn": (_nn_rnn_without_A, 1, "entries differ"),
     "ex-ldstack-h0": (_h0_forgotten, 1, "expected [0, 1, 2, 3, 4], got [1, 2, 3, 4, 5]"),
     "ex-ldstack-by-hand": (_first_layer_only, 1, "entries differ"),
     "ex-copy-bprime": (_divided_readout, 1, "entries differ"),

@@ -472,6 +472,24 @@ def _second_layer(lam, drive):
     return np.stack(out, 1)
 
 
+def _nn_rnn_weights(A, B):
+    """lds/02's torch.nn.RNN weights, recovered from a run of the page's RNN
+    s_t = tanh(A s_{t-1}) + B x_t with h_t = tanh(A s_t): atanh(h_t) is linear in
+    (h_{t-1}, x_t), so least squares over a trajectory gives (W_ih, W_hh) (NumPy)."""
+    A, B = np.asarray(_t(A), dtype=float), np.asarray(_t(B), dtype=float)
+    n, d = B.shape
+    x = np.random.default_rng(0).normal(size=(10 * (n + d), d)) * 0.5
+    s, h_prev, rows, targets = np.zeros(n), np.zeros(n), [], []
+    for xt in x:
+        s = np.tanh(A @ s) + B @ xt
+        h = np.tanh(A @ s)
+        rows.append(np.concatenate([h_prev, xt]))
+        targets.append(np.arctanh(h))
+        h_prev = h
+    W = np.linalg.lstsq(np.array(rows), np.array(targets), rcond=None)[0].T   # (n, n + d)
+    return W[:, n:], W[:, :n]
+
+
 INDEPENDENT = {
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
@@ -505,6 +523,7 @@ INDEPENDENT = {
     "ex-lds-delay": _delay,
     "ex-lds-scratch": _modal_lds,
     "ex-ldstack-by-hand": _second_layer,
+    "ex-ldstack-nnrnn": _nn_rnn_weights,
     "ex-lds-bprime-2": lambda lam: _two_modes(_t(lam)),
     # (I - W) h = U x
     "ex-found-fixed-point": lambda W, U, x: np.linalg.solve(np.eye(len(W)) - np.asarray(W), np.asarray(U) @ x),

@@ -181,6 +181,39 @@ exercise(
 
 # ----------------------------------------------------------------- 02_ldstack
 
+def _nn_rnn_reference(A, B):
+    return A @ B, A.clone()
+
+
+def _nn_rnn_cases():
+    import torch
+
+    def randn(*shape, seed, scale=1.0):
+        return scale * torch.randn(*shape, dtype=torch.float64,
+                                   generator=torch.Generator().manual_seed(seed))
+
+    return [
+        Case((randn(3, 3, seed=0, scale=0.5), randn(3, 2, seed=1)),
+             show="A of shape (3, 3), B of shape (3, 2)"),
+        Case((randn(5, 5, seed=2, scale=0.4), randn(5, 1, seed=3)),
+             show="A of shape (5, 5), B of shape (5, 1) (one input)"),
+        Case((randn(2, 2, seed=4), randn(2, 4, seed=5)),
+             show="A of shape (2, 2), B of shape (2, 4) (more inputs than units)"),
+        Case((torch.tensor([[0.7]], dtype=torch.float64),
+              torch.tensor([[-2.0]], dtype=torch.float64)),
+             show="A = [[0.7]], B = [[-2]] (one unit, one input)"),
+    ]
+
+
+exercise(
+    "ex-ldstack-nnrnn", notebook="lds/02_ldstack", name="nn_rnn_weights",
+    signature="nn_rnn_weights(A, B)",
+    reference=_nn_rnn_reference, cases=_nn_rnn_cases,
+    difficulty=1,
+    hint="substitute s_t = h_(t-1) + B x_t into h_t = rho(A s_t): which matrix multiplies "
+         "h_(t-1), and which multiplies x_t?")
+
+
 def _exact_steps_reference(stack, x, h0):
     import torch
 
@@ -333,6 +366,15 @@ def _seed(rng):
 def _two_mode_hidden(rng):
     return [Case((_c128([_polar(*rng.uniform([0.3, -3.0], [1.0, 3.0])) for _ in range(2)]),))
             for _ in range(3)]
+
+
+@hidden("ex-ldstack-nnrnn")
+def _nn_rnn_hidden(rng):
+    import torch
+
+    return [Case((torch.from_numpy(rng.normal(size=(n, n)) * 0.5),
+                  torch.from_numpy(rng.normal(size=(n, d)))))
+            for n, d in ((4, 3), (2, 1))]
 
 
 @hidden("ex-ldstack-h0")
