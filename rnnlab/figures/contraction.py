@@ -287,7 +287,8 @@ def certificate_levels(root=None):
     Euler step contracts in ``M`` (``(I + aJ)^T M (I + aJ) < M`` gives ``M J + J^T M < 0``), which
     contain those certified by the Euler norm bound. The nets whose Euler map contracts in *some*
     constant metric contain the third set but not the second. The committed constrained nets
-    are placed from their certificates: all below the norm bound before training, and those of
+    are placed from their certificates: all below the norm bound before training (the
+    unconstrained controls start above it, 1.04 to 1.07, and are not drawn), and those of
     8 modules and more, after training, with an Euler Jacobian of spectral radius above 1.
     """
     root = pathlib.Path(root) if root else pathlib.Path(__file__).resolve().parents[2]
@@ -318,10 +319,10 @@ def certificate_levels(root=None):
     ax.text(8.5, 4.75, "4  the Euler map contracts\nin some constant metric", fontsize=8.5,
             color=_ORANGE, ha="left", va="center")
     ax.scatter([4.6], [1.75], s=40, color=_INK, zorder=4)
-    ax.text(4.75, 1.75, "the committed nets before training;\nwith euler_margin, after it too",
+    ax.text(4.75, 1.75, "the constrained nets before training;\nwith euler_margin, after it too",
             fontsize=7.5, va="center")
     ax.scatter([1.6], [1.6], s=40, color=_RED, zorder=4)
-    ax.text(1.0, 1.05, "trained, 8 modules and more:\nan Euler Jacobian with\nspectral radius above 1",
+    ax.text(1.0, 1.05, "constrained, trained, 8 modules\nand more: an Euler Jacobian with\nspectral radius above 1",
             fontsize=7.5, color=_RED, va="center")
     ax.text(8.6, 0.05, "for a fixed metric M and step α", fontsize=7.5, color=_INK, style="italic")
     return fig
