@@ -70,3 +70,14 @@ def test_check_fails_on_a_stale_page(tmp_path):
     assert plan.main(["--check", "--page", str(page)]) == 1
     assert plan.main(["--page", str(page)]) == 0
     assert plan.main(["--check", "--page", str(page)]) == 0
+
+
+def test_a_summarys_links_are_rebased_to_the_plans_page():
+    """A summary bullet links pages relative to its chapter; teaching.md lives one folder up."""
+    text = "see {doc}`05_reproducing`, {doc}`the cells <01_cells>` and {doc}`x <../lds/01_modal_form>`"
+    assert plan._rebase_docs(text, "lowrank") == ("see {doc}`lowrank/05_reproducing`, {doc}`the cells "
+                                                 "<lowrank/01_cells>` and {doc}`x <lds/01_modal_form>`")
+    for line in (ROOT / "book" / "teaching.md").read_text(encoding="utf8").splitlines():
+        for m in plan.DOC_ROLE.finditer(line):
+            target = (m["target"] or m["text"]).strip()
+            assert (ROOT / "book" / f"{target}.ipynb").exists() or (ROOT / "book" / f"{target}.md").exists(), line

@@ -99,6 +99,25 @@ def _first_sentence(text):
     return text[:m.start() + 1] if m else text
 
 
+DOC_ROLE = re.compile(r"\{doc\}`(?P<text>[^`<]*?)(?:\s*<(?P<target>[^>`]+)>)?`")
+
+
+def _rebase_docs(text, chapter):
+    """``text`` with its ``{doc}`` targets, relative to a page of ``chapter``, made relative to
+    ``book/`` (where the plan's page lives): ``05_reproducing`` -> ``lowrank/05_reproducing``."""
+    import posixpath
+
+    def fix(m):
+        target = m["target"] if m["target"] is not None else m["text"]
+        where = target.strip()
+        if not where.startswith("/"):
+            where = posixpath.normpath(posixpath.join(chapter, where))
+        if m["target"] is None:
+            return f"{{doc}}`{where}`"
+        return f"{{doc}}`{m['text'].strip()} <{where}>`"
+    return DOC_ROLE.sub(fix, text)
+
+
 def read_page(rel, book):
     """What the plan needs of ``book/<rel>.ipynb``."""
     from ..book.lint import page_words
@@ -118,7 +137,7 @@ def read_page(rel, book):
             if d is None:
                 continue
             if d.name == "admonition" and d.argument == "Summary":
-                ideas += _bullets(d.body)
+                ideas += [_rebase_docs(b, rel.split("/")[0]) for b in _bullets(d.body)]
             elif d.name == "figure":
                 figures.append((d.options.get("name"), _first_sentence(d.body)))
     registered = {ex.label: ex for ex in exercises()}
