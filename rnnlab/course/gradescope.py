@@ -20,7 +20,8 @@ the student's files in ``/autograder/submission`` and the results expected in
 sandbox, judge and hidden cases as a class's folder) and writes ``results.json``: per
 exercise, a test with the public cases' verdict and message (visible at once, worth 0
 points) and a test with its points from every case, public and hidden (visibility
-``after_due_date`` by default, so hidden results are not shown before the deadline).
+``after_due_date`` by default, so hidden results are not shown before the deadline); no
+total, so that Gradescope sums the tests as their visibility allows.
 A submission that cannot be graded still gets a ``results.json`` that says why: the
 autograder never ends without one.
 """
@@ -175,7 +176,9 @@ def results(grades_csv, feedback_md, weights, hidden_visibility="after_due_date"
         tests.append({"name": f"{label}: all cases, public and hidden", "score": points if verdict == "passed" else 0.0,
                       "max_score": points, "status": "passed" if verdict == "passed" else "failed",
                       "output": message, "visibility": hidden_visibility})
-    out = {"score": float(row.get("points", 0) or 0), "tests": tests, "visibility": "visible",
+    # No top-level "score": Gradescope then sums the tests' scores, each shown as its visibility says
+    # (a total given here would show students the hidden cases' outcome before the deadline).
+    out = {"tests": tests, "visibility": "visible",
            "stdout_visibility": "hidden", "output": note or "Graded by python -m rnnlab grade."}
     if row.get("notes"):
         out["output"] += "\n\nNotes: " + row["notes"]
