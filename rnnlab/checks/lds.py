@@ -171,7 +171,7 @@ exercise(
     "ex-lds-delay", notebook="lds/01_modal_form", name="delay_line",
     fixed=True,
     signature="delay_line(k)",
-    reference=_delay_reference, cases=_delay_cases, compare=_delay_compare, difficulty=2,
+    reference=_delay_reference, cases=_delay_cases, compare=_delay_compare, difficulty=3,
     hint="the response at lag m is a sum over the modes of C_j lambda_j^m: what must it be at "
          "each lag from 0 to k?",
     hints=("with B' = 1 the response at lag m is Re sum_j C_j lambda_j^m: choose the "
@@ -350,7 +350,7 @@ exercise(
     "ex-copy-bprime", notebook="lds/03_copy_memory", name="folded_readout",
     signature="folded_readout(model)",
     reference=_folded_readout_reference, cases=_folded_readout_cases,
-    difficulty=2,
+    difficulty=1,
     hint="mode i contributes C'_i B'_i λ_i^(t-τ) u_τ: scale row i of model.output_weights() "
          "by entry i of model.input_weights().")
 
