@@ -231,17 +231,11 @@ def main(argv=None):
     parser.add_argument("--root", type=Path, default=ROOT, help="repository root (where _toc.yml is)")
     parser.add_argument("--check", action="store_true", help="say whether the page is current; change nothing")
     args = parser.parse_args(argv)
-    text = args.page.read_text(encoding="utf-8")
-    new = refresh(text, args.root)
-    if args.check:
-        if new != text:
-            print(f"{args.page}: the term plans are not current: run python -m rnnlab.course.plan", file=sys.stderr)
-            return 1
-        return 0
-    if new != text:
-        args.page.write_text(new, encoding="utf-8")
-        print(f"rewrote the term plans of {args.page}")
-    return 0
+    from ..checks.grade.kit import update_page
+
+    return update_page(args.page, lambda text: refresh(text, args.root), args.check,
+                       stale=f"{args.page}: the term plans are not current: run python -m rnnlab.course.plan",
+                       done=f"rewrote the term plans of {args.page}")
 
 
 if __name__ == "__main__":

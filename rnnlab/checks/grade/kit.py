@@ -70,17 +70,24 @@ def main(argv=None):
     parser.add_argument("--book", type=Path, default=root / "book")
     parser.add_argument("--check", action="store_true", help="say whether the page is current; change nothing")
     args = parser.parse_args(argv)
-    text = args.page.read_text(encoding="utf-8")
-    new = refresh(text, args.book)
-    if args.check:
+    return update_page(args.page, lambda text: refresh(text, args.book), args.check,
+                       stale=f"{args.page} lists other exercises than the book: run python -m rnnlab.checks.grade.kit",
+                       done=f"rewrote the exercise tables of {args.page}")
+
+
+def update_page(page, rewrite, check, stale, done):
+    """Rewrite ``page`` with ``rewrite(text)`` and say ``done``; with ``check``, change nothing and
+    exit 1 with ``stale`` when the page is not current. Returns the exit status."""
+    text = Path(page).read_text(encoding="utf-8")
+    new = rewrite(text)
+    if check:
         if new != text:
-            print(f"{args.page} lists other exercises than the book: run python -m rnnlab.checks.grade.kit",
-                  file=sys.stderr)
+            print(stale, file=sys.stderr)
             return 1
         return 0
     if new != text:
-        args.page.write_text(new, encoding="utf-8")
-        print(f"rewrote the exercise tables of {args.page}")
+        Path(page).write_text(new, encoding="utf-8")
+        print(done)
     return 0
 
 
