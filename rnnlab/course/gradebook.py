@@ -72,7 +72,9 @@ def _text(value):
 
 
 def _number(x):
-    return f"{x:g}"
+    from ..checks.grade.folder import number
+
+    return number(x)
 
 
 def canvas(grades, top, template, column, match="SIS Login ID", roster=None):
