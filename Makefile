@@ -71,6 +71,10 @@ test-notebooks: $(STAMP)
 # The schematics must come out byte for byte, every nbval-check-output cell must reproduce.
 # (OpenBLAS's and MKL's x86 kernels are chosen on x86-64 only; tools/fp_path.py fails when a variable set
 # here is not honoured.)
+# test-fp and test-student run one thread per notebook, so two notebooks run side by side
+# (pytest-xdist; --dist loadscope keeps each notebook's cells on one worker, in order).
+NOTEBOOK_WORKERS ?= 2
+ONE_THREAD := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 FP_ENV := ATEN_CPU_CAPABILITY=default NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR=$(abspath $(VENV))/numba-cache-fp \
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
 	$(if $(filter x86_64,$(shell uname -m)),OPENBLAS_CORETYPE=Prescott MKL_ENABLE_INSTRUCTIONS=SSE4_2)
@@ -79,7 +83,7 @@ test-fp: $(STAMP)
 	$(FP_ENV) $(PY) tools/fp_path.py
 	$(FP_ENV) $(PY) -m pytest -p no:cacheprovider -q tests/test_figures.py
 	$(FP_ENV) $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
-		-p no:cacheprovider book
+		-p no:cacheprovider -n $(NOTEBOOK_WORKERS) --dist loadscope book
 
 # The book built from the notebooks' stored outputs (execution off, warnings are errors) into a
 # folder of its own (pytest's temporary one; RNNLAB_BROWSER_BUILD=dir keeps it), then every page in
@@ -115,7 +119,7 @@ test-lint: $(STAMP)
 
 # Every student notebook runs top to bottom; the only errors are unfilled starters.
 test-student: $(STAMP)
-	$(PY) -m pytest -p no:cacheprovider tests/student
+	$(ONE_THREAD) $(PY) -m pytest -p no:cacheprovider -n $(NOTEBOOK_WORKERS) tests/student
 
 # Every CUDA kernel on a real GPU against its torch reference (tests/gpu), then the GPU rows of the
 # benchmarks (scan, lds, memory, cells): tools/gpu_check.py, which installs nothing and writes
