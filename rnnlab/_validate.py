@@ -116,6 +116,7 @@ def check_shape(name, tensor, shape, fn=None):
     ok = len(actual) == len(expected) and all(
         e is None or isinstance(e, str) or a == e for a, e in zip(actual, expected))
     if not ok:
-        shown = "(" + ", ".join("*" if e is None else str(e) for e in expected) + ("," if len(expected) == 1 else "") + ")"
+        sizes = ", ".join("*" if e is None else str(e) for e in expected)
+        shown = f"({sizes},)" if len(expected) == 1 else f"({sizes})"
         raise ValueError(f"{_where(fn)}{name} must have shape {shown}, got {actual}")
     return tensor
