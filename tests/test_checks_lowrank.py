@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-lstm-step", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -101,3 +101,30 @@ def test_effective_dim_without_centring_fails():
         s = np.linalg.svd(X, compute_uv=False)
         return float((s[:k] ** 2).sum() / (s ** 2).sum())
     _fails("ex-lr-effective-dim", uncentred, "case 2 of 3", "Centre")
+
+
+def test_an_lstm_step_with_the_output_gate_before_the_tanh_fails():
+    def gate_first(pre, W, h, c):
+        a = pre + torch.einsum("gij,bj->bgi", W, h)
+        i, f, o = torch.sigmoid(a[:, 0]), torch.sigmoid(a[:, 1]), torch.sigmoid(a[:, 3])
+        c = f * c + i * torch.tanh(a[:, 2])
+        return torch.tanh(o * c), c
+    _fails("ex-lr-lstm-step", gate_first, "case 1 of 4", "hint:")
+
+
+def test_an_lstm_step_with_the_gates_in_torch_gru_order_fails():
+    def swapped(pre, W, h, c):                 # f and i exchanged
+        a = pre + torch.einsum("gij,bj->bgi", W, h)
+        f, i, o = torch.sigmoid(a[:, 0]), torch.sigmoid(a[:, 1]), torch.sigmoid(a[:, 3])
+        c = f * c + i * torch.tanh(a[:, 2])
+        return o * torch.tanh(c), c
+    _fails("ex-lr-lstm-step", swapped, "case 1 of 4")
+
+
+def test_the_hand_written_lstm_step_passes():
+    def by_hand(pre, W, h, c):
+        a = pre + torch.einsum("gij,bj->bgi", W, h)
+        i, f, o = torch.sigmoid(a[:, 0]), torch.sigmoid(a[:, 1]), torch.sigmoid(a[:, 3])
+        c = f * c + i * torch.tanh(a[:, 2])
+        return o * torch.tanh(c), c
+    assert evaluate("ex-lr-lstm-step", by_hand).status == "passed"

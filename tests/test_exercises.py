@@ -386,6 +386,17 @@ def _gru_step_jacobian(W, drive, h_prev):
     return torch.autograd.functional.jacobian(step, h_prev)
 
 
+def _lstm_cell_step(pre, W, h, c):
+    """One LSTM step by torch.nn.LSTMCell (gates i, f, g, o): its input is the drive itself
+    (W_ih = I, no biases) and its W_hh the four recurrent matrices stacked."""
+    B, G, n = pre.shape
+    cell = torch.nn.LSTMCell(G * n, n, bias=False).double()
+    with torch.no_grad():
+        cell.weight_ih.copy_(torch.eye(G * n, dtype=torch.float64))
+        cell.weight_hh.copy_(W.reshape(G * n, n))
+        return cell(pre.reshape(B, G * n), (h, c))
+
+
 def _log_norms(Js):
     """log ||J_T J_{T-1} ... J_{T-k+1}||_F for k = 1..T, less its first value (NumPy)."""
     Js = [np.asarray(_t(J)) for J in Js]
@@ -497,6 +508,7 @@ INDEPENDENT = {
     "ex-scans-flip": lambda a, b, h0=None: _scan_loop(a, b, h0, reverse=True),
     "ex-scans-shared": _shared_grad,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
+    "ex-lr-lstm-step": _lstm_cell_step,
     "ex-lr-log-norms": _log_norms,
     "ex-mem-read-weights": lambda s: _stack_reads(np.asarray(_t(s), dtype=float)),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,

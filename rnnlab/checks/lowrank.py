@@ -6,6 +6,7 @@ imports stay inside the functions.
 """
 from .core import Case, exercise, hidden
 
+NB1 = "lowrank/01_cells"
 NB2 = "lowrank/02_spectra"
 NB3 = "lowrank/03_jacobians_memory"
 
@@ -20,6 +21,41 @@ def _randn(*shape, seed):
     import torch
 
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+# ----------------------------------------------------------------- 01: cells
+
+def _lstm_step_reference(pre, W, h, c):
+    from rnnlab.kernels import cells_torch
+
+    return cells_torch.cell_step_ref("lstm", pre, W, h, c)
+
+
+def _lstm_step_cases():
+    import torch
+
+    big = torch.zeros(1, 4, 2, dtype=torch.float64)
+    big[0, 1] = 30.0                        # forget gate open, input gate shut: c carries over
+    big[0, 0] = -30.0
+    return [
+        Case((_randn(2, 4, 3, seed=0), 0.5 * _randn(4, 3, 3, seed=1), _randn(2, 3, seed=2),
+              _randn(2, 3, seed=3)), show="B = 2, n = 3, random"),
+        Case((_randn(3, 4, 5, seed=4), 0.3 * _randn(4, 5, 5, seed=5), torch.zeros(3, 5, dtype=torch.float64),
+              torch.zeros(3, 5, dtype=torch.float64)), show="B = 3, n = 5, zero state"),
+        Case((_randn(1, 4, 1, seed=6), _randn(4, 1, 1, seed=7), _randn(1, 1, seed=8), _randn(1, 1, seed=9)),
+             show="one unit"),
+        Case((big, torch.zeros(4, 2, 2, dtype=torch.float64), _t([[0.3, -0.2]]), _t([[2.0, -1.0]])),
+             show="forget gate saturated open, input gate shut: c_t = c_{t-1}"),
+    ]
+
+
+exercise(
+    "ex-lr-lstm-step", notebook=NB1, name="lstm_step", signature="lstm_step(pre, W, h, c)",
+    reference=_lstm_step_reference, cases=_lstm_step_cases, difficulty=2,
+    answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
+    hint="The gates come in the order i, f, g, o; W[g] multiplies h for every gate; return (h_t, c_t).",
+    hints=("c_t = f * c + i * g with g = tanh(...), and h_t = o * tanh(c_t): the output gate acts after the "
+           "tanh of the new cell state.",))
 
 
 # ----------------------------------------------------------------- 02: spectra
@@ -221,6 +257,12 @@ def _normal(rng, *shape):
     import torch
 
     return torch.from_numpy(rng.normal(size=shape))
+
+
+@hidden("ex-lr-lstm-step")
+def _lstm_step_hidden(rng):
+    return [Case((_normal(rng, B, 4, n), 0.5 * _normal(rng, 4, n, n), _normal(rng, B, n), _normal(rng, B, n)))
+            for B, n in ((2, 4), (1, 6))]
 
 
 @hidden("ex-lr-lowrank-radius")
