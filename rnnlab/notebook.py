@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from . import __version__, _cache
+from ._io import atomic_write_bytes
 
 #: The oldest numba-cuda that :func:`ensure_numba_cuda` accepts: from 0.16 on,
 #: numba-cuda links through nvJitLink (cuda.core's Linker), which compiles PTX
@@ -353,10 +354,7 @@ def book_file(relpath):
                 f"book_file: could not download book/{rel} from {source} ({exc}); "
                 f"connect to the internet, or clone https://github.com/{repo[0]}/{repo[1]} "
                 f"and run the notebook inside it") from exc
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-        tmp.write_bytes(data)
-        os.replace(tmp, dest)
+        atomic_write_bytes(dest, data)
         return dest
     how = f"installed from {url}" if url else "not installed from a git URL"
     raise FileNotFoundError(

@@ -48,7 +48,6 @@ What it promises:
   before building it.
 - **Device**: ``device="auto"`` is CUDA when available, else CPU.
 """
-import json
 import math
 import os
 import signal
@@ -57,6 +56,8 @@ import time
 from dataclasses import dataclass, field
 
 import torch
+
+from ._io import atomic_save, atomic_write_json
 
 __all__ = ["train", "evaluate", "TrainResult", "save_checkpoint", "load_checkpoint", "resolve_device",
            "CHECKPOINT_FORMAT"]
@@ -103,25 +104,9 @@ def _number(v):
     return float(v)
 
 
-def _atomic_write_json(path, obj):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def save_checkpoint(path, state):
     """``torch.save(state, path)`` atomically: a temporary file in the same folder, fsync, ``os.replace``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_save(state, path)
 
 
 def load_checkpoint(path, map_location="cpu"):
@@ -531,7 +516,7 @@ class _Run:
     def write_metrics(self):
         if self.metrics_file is not None:
             os.makedirs(os.path.dirname(os.path.abspath(self.metrics_file)), exist_ok=True)
-            _atomic_write_json(self.metrics_file, {"config": self.config or {}, "signature": self.signature,
+            atomic_write_json(self.metrics_file, {"config": self.config or {}, "signature": self.signature,
                                                    **self.history})
 
     def save(self):

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from .._io import atomic_write_json
 from .paper import RANKS, SPARSITIES
 
 __all__ = ["KEYS", "collect", "expert_returns", "load_grid", "grid_array", "main"]
@@ -90,10 +91,7 @@ def collect(sweep_dirs, out=None, note=None, expert=None):
     if expert is not None:
         data["expert"] = expert
     if out:
-        tmp = f"{out}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(data, f, indent=0)
-        os.replace(tmp, out)
+        atomic_write_json(out, data, indent=0)
     return data
 
 

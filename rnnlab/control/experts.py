@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from .._io import atomic_path
+
 __all__ = ["PENDULUM", "PendulumExpert", "pendulum_lqr_gain", "MLPPolicy", "export_sb3_policy", "ZeroPolicy",
            "EXPERT_FILES", "expert_for"]
 
@@ -131,10 +133,9 @@ class MLPPolicy:
         arrays.update({f"b{i}": b.astype(np.float32) for i, (_, b) in enumerate(self.layers)})
         meta = dict(self.meta, activation=self.activation, clip_obs=self.clip_obs, epsilon=self.epsilon,
                     n_layers=len(self.layers))
-        tmp = f"{path}.tmp.npz"
-        np.savez(tmp, obs_mean=self.obs_mean, obs_var=self.obs_var, action_low=self.action_low,
-                 action_high=self.action_high, meta=np.array(json.dumps(meta)), **arrays)
-        os.replace(tmp, path)
+        with atomic_path(path, suffix=".npz") as tmp:
+            np.savez(tmp, obs_mean=self.obs_mean, obs_var=self.obs_var, action_low=self.action_low,
+                     action_high=self.action_high, meta=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path):

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+from .._io import atomic_path, atomic_write_json
 from . import require
 
 __all__ = ["ZOO_HALFCHEETAH", "train_expert", "publish_expert", "add_arguments", "main"]
@@ -29,13 +30,6 @@ ZOO_HALFCHEETAH = dict(n_steps=512, batch_size=64, gamma=0.98, learning_rate=2.0
                        ent_coef=0.000401762, clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8,
                        vf_coef=0.58096)
 """rl-baselines3-zoo ``hyperparams/ppo.yml``, ``HalfCheetah-v3`` (tuned)."""
-
-
-def _atomic_json(path, obj):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
 
 
 def train_expert(out, *, env_name="halfcheetah", steps=1_000_000, seed=0, checkpoint_every=50_000, threads=1,
@@ -88,11 +82,11 @@ def train_expert(out, *, env_name="halfcheetah", steps=1_000_000, seed=0, checkp
     old = signal.signal(signal.SIGTERM, on_signal)
 
     def save():
-        model.save(ckpt + ".tmp.zip")
-        os.replace(ckpt + ".tmp.zip", ckpt)
-        venv.save(norm + ".tmp")
-        os.replace(norm + ".tmp", norm)
-        _atomic_json(prog_path, prog)
+        with atomic_path(ckpt, suffix=".zip") as tmp:  # stable-baselines3 appends .zip to a name without it
+            model.save(tmp)
+        with atomic_path(norm) as tmp:
+            venv.save(tmp)
+        atomic_write_json(prog_path, prog, indent=1)
 
     class Hooks(BaseCallback):
         def _on_training_start(self):
@@ -151,7 +145,7 @@ def train_expert(out, *, env_name="halfcheetah", steps=1_000_000, seed=0, checkp
     ev = evaluate_policy(env_name, policy, episodes=eval_episodes, seed=10_000, observe="full")
     ev.update(steps=int(model.num_timesteps), train_time_s=prog["time_s"], command=(
         f"python -m rnnlab control train-expert --out {out} --steps {steps} --seed {seed}"))
-    _atomic_json(os.path.join(out, "expert-eval.json"), ev)
+    atomic_write_json(os.path.join(out, "expert-eval.json"), ev, indent=1)
     print(f"expert: mean return {ev['mean_return']:.1f} ± {ev['se_return']:.1f} over {eval_episodes} episodes")
     return ev
 
@@ -167,7 +161,7 @@ def publish_expert(run_dir, dest):
     os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
     shutil.copyfile(os.path.join(run_dir, "expert.npz"), f"{dest}.npz")
     ev.update(training_curve=prog["episodes"], config=prog["config"], train_time_s=prog["time_s"])
-    _atomic_json(f"{dest}.json", ev)
+    atomic_write_json(f"{dest}.json", ev, indent=1)
     return ev
 
 

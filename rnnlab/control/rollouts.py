@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from .._io import atomic_path
 from .envs import SHIFTS, make_env
 
 __all__ = ["policy_view", "run_episode", "evaluate_policy", "record_rollouts", "load_rollouts",
@@ -116,12 +117,11 @@ def record_rollouts(env_name, expert, path, *, episodes=100, seed=0, progress=Fa
     valid = np.concatenate([r["obs"] for r in runs]).astype(np.float64)
     meta = {"env": env_name, "episodes": episodes, "seed": seed, "expert": type(expert).__name__,
             "seconds": time.time() - t0}
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp.npz"
-    np.savez_compressed(tmp, obs=obs, actions=actions, lengths=lengths,
-                        returns=np.array([r["return"] for r in runs]), seeds=np.arange(seed, seed + episodes),
-                        obs_std=valid.std(axis=0), obs_mean=valid.mean(axis=0), meta=np.array(json.dumps(meta)))
-    os.replace(tmp, path)
+    with atomic_path(path, suffix=".npz") as tmp:
+        np.savez_compressed(tmp, obs=obs, actions=actions, lengths=lengths,
+                            returns=np.array([r["return"] for r in runs]), seeds=np.arange(seed, seed + episodes),
+                            obs_std=valid.std(axis=0), obs_mean=valid.mean(axis=0),
+                            meta=np.array(json.dumps(meta)))
     return load_rollouts(path)
 
 

@@ -25,7 +25,6 @@ of the effective read-out weights C'B' and of the logits at initialisation;
 :func:`evaluate_run` evaluates a run's checkpoint on its held-out set and on
 freshly generated sequences.
 """
-import json
 import os
 
 import torch
@@ -36,6 +35,7 @@ from ..models.lds import LDS, count_parameters
 from ..tasks.copy_memory import (NUM_TOKENS, copy_memory, copy_memory_baseline, copy_memory_loss,
                                  recall_accuracy)
 from .. import train as _train
+from .._io import atomic_write_json
 
 __all__ = ["PAPER", "paper_lds", "CopyMemoryModel", "make_model", "run", "add_arguments", "main",
            "initial_scales", "compare_input_weights", "evaluate_run", "SMALL_BUDGET"]
@@ -136,10 +136,7 @@ def run(T=PAPER["T"], samples=PAPER["samples"], epochs=PAPER["epochs"], batch_si
         os.makedirs(out, exist_ok=True)
         checkpoint = os.path.join(out, "checkpoint.pt")
         metrics_file = os.path.join(out, "metrics.json")
-        tmp = os.path.join(out, "config.json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(config, f, indent=1)
-        os.replace(tmp, os.path.join(out, "config.json"))
+        atomic_write_json(os.path.join(out, "config.json"), config, indent=1)
     return _train.train(
         net, data, copy_memory_loss,
         optimizer=lambda params: torch.optim.Adamax(params, lr=lr),
@@ -342,10 +339,7 @@ def _cli(argv=None):
     env = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS") if k in os.environ)
     command = "python -m rnnlab.experiments.copy_memory " + " ".join(shlex.quote(a) for a in argv)
     result = dict(command=(env + " " if env else "") + command, **result)
-    tmp = args.json + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, args.json)
+    atomic_write_json(args.json, result, indent=1)
     print(f"wrote {args.json}")
     return 0
 

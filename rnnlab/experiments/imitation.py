@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from .. import train as _train
+from .._io import atomic_path
 from ..control.recorded import ROLLOUTS, default_rollouts, ensure_rollouts  # noqa: F401 (also this module's API)
 from .run_folder import prepare_run_folder, write_json
 
@@ -208,9 +209,8 @@ def run(*, env="pendulum", cell="cfc", rank=None, sparsity=0.0, seed=0, lrs=PAPE
     dW = (net.cell.recurrent_weights() - init.recurrent_weights()).detach().double().numpy()
     test["rec_change_rank"] = float(np.mean([numerical_rank(d) for d in dW]))
     test["rec_change_rank_max"] = int(max(numerical_rank(d) for d in dW))
-    tmp = os.path.join(out, "analysis.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, os.path.join(out, "analysis.npz"))
+    with atomic_path(os.path.join(out, "analysis.npz"), suffix=".npz") as tmp:
+        np.savez(tmp, **arrays)
     write_json(os.path.join(out, "metrics.json"), {"config": config, "epochs": history["epochs"], "test": test})
     return test
 

@@ -1,16 +1,13 @@
 """The run folder every ``python -m rnnlab train <task>`` shares: config.json, checkpoint.pt, metrics.json."""
-import json
 import os
 
 from .. import train as _train
+from .._io import atomic_write_json
 
 
 def write_json(path, obj):
-    """Write ``obj`` as JSON atomically (a temporary file, then ``os.replace``)."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
+    """Write ``obj`` as JSON (indent 1) atomically: :func:`rnnlab._io.atomic_write_json`."""
+    atomic_write_json(path, obj, indent=1)
 
 
 def prepare_run_folder(out, config, signature_keys, resume):

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from .._io import atomic_write_json
+
 TEACHING_SCALE = dict(vocab=8, min_len=2, max_len=8, test_min_len=9, test_max_len=16, hidden=32,
                       values=16, embedding=16, lr=5e-3, batch_size=10, clip=1.0, steps=2000,
                       eval_every=250, eval_samples=200, test_samples=500)
@@ -66,10 +68,7 @@ def run_grid(out, tasks=GRID["tasks"], models=GRID["models"], seeds=GRID["seeds"
                 summary = summarise(run_dir)
                 summary["wall_s"] = round(time.perf_counter() - t0, 1)
                 done[key] = summary
-                out.parent.mkdir(parents=True, exist_ok=True)
-                tmp = out.with_suffix(".tmp")
-                tmp.write_text(json.dumps(done, indent=1) + "\n")
-                tmp.replace(out)
+                atomic_write_json(out, done, indent=1)
                 test = summary["test"] or {}
                 log(f"{key}: test coarse {test.get('coarse')} fine {test.get('fine')} ({summary['wall_s']} s)")
     return done

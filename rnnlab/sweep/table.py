@@ -7,21 +7,14 @@ import json
 import os
 import time
 
+from .._io import atomic_write_json, atomic_write_text
+
 __all__ = ["ResultsTable", "FORMAT", "STATUSES"]
 
 FORMAT = "rnnlab-sweep-1"
 STATUSES = ("ok", "error", "incomplete")
 """``ok``: the run finished and was summarised; ``error``: the command failed (``error`` holds its exit
 status and the tail of its stderr); ``incomplete``: it exited cleanly but short of its last step."""
-
-
-def _atomic_write(path, text):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class ResultsTable:
@@ -91,10 +84,10 @@ class ResultsTable:
         rows = self.ordered_rows()
         counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}
         data = {"format": FORMAT, **self.meta, "counts": counts, "rows": rows}
-        _atomic_write(self.json_path, json.dumps(data, indent=1) + "\n")
+        atomic_write_json(self.json_path, data, indent=1)
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=self.columns(), extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         for row in rows:
             writer.writerow({k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in row.items()})
-        _atomic_write(self.csv_path, buf.getvalue())
+        atomic_write_text(self.csv_path, buf.getvalue())
