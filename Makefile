@@ -12,7 +12,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.rnnlab-installed
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-fp editions figures student \
+.PHONY: env book test test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks test-fp editions figures student slides \
 	test-student \
 	test-browser test-gpu bench clean
 
@@ -111,6 +111,12 @@ student: editions
 # book) and *.png beside them (the notebook editions); tests/test_figures.py checks that both are current.
 figures: $(STAMP)
 	$(PY) -m rnnlab.figures
+
+# The lecture slides: one HTML deck per chapter, written from its pages (schematics, key equations,
+# summaries, the term plan's weeks, the exercises), MathJax copied beside them: open _build/slides/index.html.
+# tests/test_slides.py and tests/browser/test_slides.py check them.
+slides: $(STAMP)
+	$(PY) -m rnnlab course-slides --out _build/slides
 
 # The conventions of CONTRIBUTING.md, checked on every chapter notebook: the report lists what
 # each notebook lacks; it fails only for the chapters of book/conforming.txt.

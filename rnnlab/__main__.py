@@ -24,7 +24,7 @@ Commands:
                               away from student code, hidden cases, points
                               (rnnlab.checks.grade)
 
-    bench, book, figures, course-plan, course-exercises, course-quiz, autograder, gradebook,
+    bench, book, figures, course-plan, course-exercises, course-quiz, course-slides, autograder, gradebook,
     lowrank-laws, combo-summary,
     transduction-grid, transduction-paper, control-tables
                               the maintenance and results commands of :data:`TOOLS`:
@@ -54,6 +54,7 @@ TOOLS = {
     "course-plan": ("rnnlab.course.plan", "rewrite the term plans of book/teaching.md from the pages"),
     "course-exercises": ("rnnlab.checks.grade.kit", "rewrite the exercise tables of book/teaching.md"),
     "course-quiz": ("rnnlab.course.quiz", "a seeded quiz and its answer key from the question bank"),
+    "course-slides": ("rnnlab.course.slides", "one lecture deck per chapter (HTML, MathJax) written from its pages"),
     "autograder": ("rnnlab.course.gradescope", "a Gradescope autograder (zip) that grades with python -m rnnlab grade"),
     "gradebook": ("rnnlab.course.gradebook", "the grades CSV as a Canvas or Moodle gradebook import"),
     "lowrank-laws": ("rnnlab.experiments.lowrank_laws", "measure the low-rank laws at initialisation, for the book"),
