@@ -665,27 +665,68 @@ def test_empirical_check_with_too_large_a_step_is_inconclusive_not_agreeing():
 
 
 def test_theory_modules_import_one_way():
-    """contraction is the base: theorems and counterexamples import it, it imports neither (issue 37)."""
+    """The theory modules import each other one way, with no import inside a function to dodge a cycle
+    (issue 37): certificate is the base, theorems and counterexamples build on it, contraction gathers
+    the three and none of them imports it."""
     import ast
     import pathlib
 
-    import rnnlab.theory.contraction as base
-
-    def imported(module):
-        tree = ast.parse(pathlib.Path(module.__file__).read_text())
-        return {(node.module or "").lstrip(".") for node in ast.walk(tree)
-                if isinstance(node, ast.ImportFrom) and node.level == 1}
-
+    import rnnlab.theory as theory
+    import rnnlab.theory.certificate as base
+    import rnnlab.theory.contraction as contraction
     import rnnlab.theory.counterexamples as counterexamples
     import rnnlab.theory.theorems as theorems
-    assert not imported(base) & {"theorems", "counterexamples"}
-    assert "counterexamples" not in imported(theorems)
+
+    folder = pathlib.Path(theory.__file__).parent
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    graph, late = {}, []
+    for name in sorted(modules):
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        top = {id(node) for node in tree.body}
+        graph[name] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = {node.module} if node.module else {a.name for a in node.names}
+            elif isinstance(node, (ast.ImportFrom, ast.Import)):
+                text = node.module if isinstance(node, ast.ImportFrom) else " ".join(a.name for a in node.names)
+                targets = {m for m in modules if f"rnnlab.theory.{m}" in (text or "")}
+            else:
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "import_module":
+                    late.append(f"{name}: importlib.import_module")
+                continue
+            targets &= modules
+            graph[name] |= targets
+            if targets and id(node) not in top:
+                late.append(f"{name}: {sorted(targets)} imported inside a function")
+    assert late == []
+    assert graph["certificate"].isdisjoint({"theorems", "counterexamples", "contraction"})
+    assert "contraction" not in set().union(*(graph[m] for m in modules - {"contraction"}))
+    assert "counterexamples" not in graph["theorems"]
+    assert graph["contraction"] == {"certificate", "theorems", "counterexamples"}
+    seen, stack = set(), []
+
+    def visit(m):                         # depth-first search: a cycle is a module met on its own path
+        assert m not in stack, f"import cycle: {' -> '.join(stack + [m])}"
+        if m in seen:
+            return
+        stack.append(m)
+        for dep in graph[m]:
+            visit(dep)
+        stack.pop()
+        seen.add(m)
+
+    for m in sorted(modules):
+        visit(m)
+    assert not hasattr(contraction, "__getattr__")
     for name in ["certify_theorem1", "certify_theorem6", "find_common_metric", "theorem7_margin_grid"]:
-        assert getattr(th, name) is getattr(theorems if name.startswith("certify") else counterexamples, name)
+        home = theorems if name.startswith("certify") else counterexamples
+        assert getattr(th, name) is getattr(contraction, name) is getattr(home, name)
+    assert th.Certificate is contraction.Certificate is base.Certificate
+    assert th.rate_in_metric is contraction.rate_in_metric is base.rate_in_metric
 
 
 def test_the_moved_names_stay_importable_from_contraction():
-    """The theorems' and counterexamples' public names keep their old import path (resolved lazily)."""
+    """The theorems' and counterexamples' public names keep their old import path (re-exported)."""
     import rnnlab.theory.counterexamples as counterexamples
     import rnnlab.theory.theorems as theorems
     from rnnlab.theory.contraction import certify_theorem1, theorem7_margin_grid

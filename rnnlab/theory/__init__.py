@@ -1,7 +1,9 @@
 """Numerics of the papers' theory: contraction certificates, assemblies, simulation; spectra and Jacobians.
 
 Kozachkov, Ennis, Slotine, "RNNs of RNNs" (NeurIPS 2022): one function per
-theorem (:mod:`.contraction`), feedback and hierarchical combinations and the
+theorem (:mod:`.contraction`: the certificate and definitions in :mod:`.certificate`,
+Theorems 1-6 in :mod:`.theorems`, the counterexamples and Theorem 7 in
+:mod:`.counterexamples`), feedback and hierarchical combinations and the
 module constructors (:mod:`.assembly`), the empirical check that confronts
 every certificate with simulation (:mod:`.simulation`), and the certificates of
 a Combo Net as it stands after training, with the public code's metric
@@ -45,16 +47,20 @@ from .contraction import (
     Certificate,
     certify_continuous,
     certify_discrete,
+    certify_theorem1,
+    certify_theorem2,
+    certify_theorem3,
+    certify_theorem4,
+    certify_theorem5,
+    certify_theorem6,
     contraction_rate_continuous,
     contraction_rate_discrete,
+    find_common_metric,
     jacobian,
     metric_jacobian_sym,
     rate_in_metric,
     slope_vertices,
     sym,
-)
-from .counterexamples import (
-    find_common_metric,
     theorem1_counterexample,
     theorem7_conditions,
     theorem7_counterexample,
@@ -68,10 +74,9 @@ from .jacobians import appendix_jacobian, autograd_jacobian, recurrent_jacobian
 from .simulation import (EmpiricalCheck, check_certificate, empirical_contraction, euler_rate_bound, euler_step_for,
                          piecewise_input, simulate)
 from .laws import LawRow, initialisation_laws, law_verdicts, laws_table, paper_grid
-from .theorems import (certify_theorem1, certify_theorem2, certify_theorem3, certify_theorem4, certify_theorem5,
-                       certify_theorem6)
 from .spectra import (cell_spectra, effective_rank, eigenvalues, matrix_spectra, singular_values, spectral_norm,
                       spectral_radius, truncated_haar_mean_modulus)
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in {
-    "activations", "assembly", "contraction", "horizon", "jacobians", "laws", "simulation", "spectra"}]
+    "activations", "assembly", "certificate", "combo_report", "contraction", "counterexamples", "horizon",
+    "jacobians", "laws", "simulation", "spectra", "theorems"}]

@@ -28,7 +28,7 @@ from ..models.combo import (
     theorem1_abscissa,
     theorem1_module_metric,
 )
-from .contraction import Certificate, _as_metric, _check_g, _check_W
+from .certificate import Certificate, _as_metric, _check_g, _check_W
 from .theorems import _topological_order
 
 __all__ = [

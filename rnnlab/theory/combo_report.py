@@ -44,6 +44,8 @@ import scipy.integrate
 import scipy.linalg
 import torch
 
+from ..models.combo import theorem1_module_metric
+
 __all__ = ["combo_net_report", "slope_patterns", "linearisation", "trajectory_distances", "public_code_find_M", "public_code_check",
            "public_code_metric_report"]
 
@@ -104,8 +106,6 @@ def public_code_metric_report(modules):
     dict of lists plus ``certified_by_code_metric`` (how many modules the
     ``find_M`` metric really certifies).
     """
-    from ..models.combo import theorem1_module_metric
-
     out = {"unique_diagonal": [], "code_check": [], "theorem1_check": [], "explicit_rate": []}
     for W in modules:
         M = public_code_find_M(W)

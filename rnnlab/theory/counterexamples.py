@@ -3,14 +3,14 @@
 The chapter's third page (``book/contraction/03_counterexamples``): the C.2
 matrix, the SDP search for a common constant metric over a set of slope
 patterns, Theorem 7's rotation, its critical values and the necessary
-conditions of its proof. Built on :mod:`.contraction` and :mod:`.theorems` (neither imports
-this module); :mod:`rnnlab.theory` exports the public names.
+conditions of its proof. Built on :mod:`.certificate` and :mod:`.theorems` (neither imports
+this module); :mod:`.contraction` and :mod:`rnnlab.theory` export the public names.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .contraction import (
+from .certificate import (
     Certificate, _TOL, _check_W, _check_form, _check_g, _diag_of, _psd, _solve, jacobian,
     metric_jacobian_sym, rate_in_metric, slope_vertices, sym,
 )

@@ -2,10 +2,10 @@
 
 The chapter's second page (``book/contraction/02_six_theorems``). Each
 ``certify_theoremN`` decides its theorem's condition for a given ``W`` and slope
-bound ``g`` and returns a :class:`rnnlab.theory.contraction.Certificate`; the
-conventions (forms, rates, margins) are those of :mod:`rnnlab.theory.contraction`,
-which this module builds on (it imports nothing from here); :mod:`rnnlab.theory`
-exports the public names.
+bound ``g`` and returns a :class:`rnnlab.theory.certificate.Certificate`; the
+conventions (forms, rates, margins) are those of :mod:`rnnlab.theory.contraction`.
+This module builds on :mod:`.certificate` (which imports nothing from here);
+:mod:`.contraction` and :mod:`rnnlab.theory` export the public names.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from ..models.combo import lyapunov_metric, metzler_diagonal_metric, theorem1_matrix, theorem1_rate
 from .activations import get_activation
-from .contraction import Certificate, _TOL, _check_W, _check_form, _check_g, _psd, _solve, sym
+from .certificate import Certificate, _TOL, _check_W, _check_form, _check_g, _psd, _solve, sym
 from .simulation import _input_fn, simulate
 
 __all__ = [
