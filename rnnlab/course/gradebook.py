@@ -26,6 +26,8 @@ import io
 import sys
 from pathlib import Path
 
+from .._io import atomic_write_text
+
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 POINTS_POSSIBLE = "Points Possible"
 
@@ -163,8 +165,7 @@ def main(argv=None):
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
     problems = [f"{s}: graded, but not in the roster (left out)" for s in missing] + problems
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    atomic_write_text(args.out, text)
     print(f"wrote {args.out}: {len(grades_known)} graded students for {args.lms} ({args.column!r}, "
           f"out of {_number(top)} points)")
     for p in problems:

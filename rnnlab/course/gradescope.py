@@ -40,6 +40,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from .._io import atomic_write_json
+
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -200,9 +202,7 @@ def run(source, submission, results_path):
     except Exception as exc:  # noqa: BLE001 (whatever happens, Gradescope gets a results.json)
         print(f"rnnlab autograder: {type(exc).__name__}: {exc}", file=sys.stderr)
         out = _failure(f"the autograder failed ({type(exc).__name__}).")
-    tmp = results_path.with_name(results_path.name + ".tmp")
-    tmp.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, results_path)
+    atomic_write_json(results_path, out, indent=2)
     return 0
 
 

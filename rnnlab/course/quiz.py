@@ -32,7 +32,19 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from .._io import atomic_write_text
+
+
+
+def _root():
+    """The checkout whose book the questions point into (rnnlab's own, else the current folder's);
+    without one (an installed rnnlab), the package's parent, where no _toc.yml is: pages unchecked."""
+    from ..checks.grade.folder import checkout
+
+    return checkout() or Path(__file__).resolve().parents[2]
+
+
+ROOT = _root()
 QUESTIONS = Path(__file__).resolve().parent / "questions"
 CHAPTERS = ("scans", "lds", "memory", "lowrank", "contraction")   # the book's order
 KINDS = ("multiple-choice", "short", "true-false", "derive")
@@ -228,8 +240,13 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, help="folder for quiz.md and answers.md")
     parser.add_argument("--check", action="store_true", help="only validate the bank")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help=argparse.SUPPRESS)
-    parser.add_argument("--root", type=Path, default=ROOT, help="repository root (where _toc.yml is)")
+    parser.add_argument("--root", type=Path, help="repository root (where _toc.yml is; default: the checkout "
+                                                   "rnnlab runs from, or the current folder)")
     args = parser.parse_args(argv)
+    if args.root is None:
+        args.root = ROOT
+    elif not (args.root / "_toc.yml").is_file():
+        parser.error(f"--root {args.root}: no _toc.yml there (give the root of a checkout of the book)")
     if args.n is not None and args.n < 1:
         parser.error("--n must be at least 1")
     try:
@@ -247,9 +264,8 @@ def main(argv=None):
     if not picked:
         print("question bank: no question matches", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "quiz.md").write_text(render_quiz(picked, args.title), encoding="utf8")
-    (args.out / "answers.md").write_text(render_answers(picked, args.title), encoding="utf8")
+    atomic_write_text(args.out / "quiz.md", render_quiz(picked, args.title))
+    atomic_write_text(args.out / "answers.md", render_answers(picked, args.title))
     print(f"wrote {args.out / 'quiz.md'} and {args.out / 'answers.md'}: {len(picked)} questions")
     return 0
 

@@ -1,7 +1,8 @@
 """The candidate's own process: runs one exercise's exported function on the judge's cases.
 
 Started by :mod:`rnnlab.checks.grade.judge`, one process per exercise and
-notebook, as ``python -c BOOT this_file JOB_DIR``, in an empty folder, with the
+notebook, as ``python -c BOOT this_file JOB_DIR`` (:func:`rnnlab.checks.grade.sandbox.script`),
+in an empty folder, with the
 network off (its own network namespace where ``unshare`` works, and
 :data:`GUARD`), a memory limit and a wall-clock limit that the judge enforces
 by killing the whole process group. It loads the candidate (cloudpickled by the
@@ -60,9 +61,6 @@ def _rnnlab_grade_offline():
 _rnnlab_grade_offline()
 del _rnnlab_grade_offline"""
 
-BOOT = ("import importlib.util as u, sys; s = u.spec_from_file_location('rnnlab_grade_candidate', sys.argv[1]); "
-        "m = u.module_from_spec(s); s.loader.exec_module(m); m.main(*sys.argv[2:])")
-
 KINDS = "biufc"                          # the array dtypes that come back: bool, int, uint, float, complex
 MAX_DEPTH, MAX_ITEMS, MAX_TEXT = 8, 10_000, 10_000
 
@@ -106,7 +104,13 @@ def encode(x, depth=0):
         return {"ndarray": _array(x)}
     if numpy is not None and isinstance(x, numpy.generic):
         return {"scalar": _array(numpy.asarray(x))}
-    raise Unsupported(f"{'an' if type(x).__name__[:1].lower() in 'aeiou' else 'a'} {type(x).__name__}")
+    raise Unsupported(article(type(x).__name__))
+
+
+def article(name):
+    """``name`` after its indefinite article: ``"an int"``, ``"a generator"`` (the grader's one copy)."""
+    name = str(name)
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 MAX_BYTES = [1 << 30]                    # of one returned value's arrays, set by main() from the judge's cap

@@ -14,9 +14,9 @@ import io
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
+from ..._io import atomic_write_text
 from ..student import ANSWER_TAG
 from .kernel import CHECKS, DEFINES
 
@@ -223,16 +223,49 @@ def difficulty_of(title):
 
 EXERCISE_TITLE = re.compile(r"\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?:[ \t]*:[\w-]+:.*\n)*?"
                             r"[ \t]*:label:[ \t]*(?P<label>[\w-]+)")
-BOOK = Path(__file__).resolve().parents[3] / "book"     # the chapters, when rnnlab runs from a checkout
+
+
+def checkout(*starts):
+    """The root of a checkout of the book's repository (a folder holding ``_toc.yml`` and ``book/``):
+    the first of ``starts`` that is one, else the checkout this ``rnnlab`` package was imported
+    from, else the current folder if it is one; None otherwise (an installed ``rnnlab``, run
+    away from a checkout)."""
+    here = Path(__file__).resolve()
+    for root in [*map(Path, starts), *here.parents[2:4], Path.cwd()]:
+        if (root / "_toc.yml").is_file() and (root / "book").is_dir():
+            return root
+    return None
+
+
+def find_book(book=None, flag="--book"):
+    """The book's folder of chapter notebooks: ``book`` when given (ValueError naming ``flag``
+    when it is not one), else ``book/`` of :func:`checkout`, else None."""
+    if book is not None:
+        book = Path(book)
+        if not book.is_dir() or not any(book.glob("*/*.ipynb")):
+            raise ValueError(f"{flag} {book}: not the book's folder of chapters (the book/ folder of a checkout "
+                             "of the repository, holding CHAPTER/NN_*.ipynb)")
+        return book
+    root = checkout()
+    return root / "book" if root else None
+
+
+BOOK = find_book()      # the chapters, when rnnlab runs from a checkout (or from inside one); else None
+
+
+def _book_cells(path):
+    """The cells of a book notebook, each source as one string ([] if unreadable)."""
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+        return [{**c, "source": "".join(c["source"]) if isinstance(c["source"], list) else c["source"]}
+                for c in cells]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
 
 
 def titles(path):
     """``{label: title}`` of the ``{exercise}`` directives in a chapter notebook ({} if unreadable)."""
-    try:
-        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
-        text = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells)
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
+    text = "\n".join(c["source"] for c in _book_cells(path))
     return {m.group("label"): m.group("title").strip() for m in EXERCISE_TITLE.finditer(text)}
 
 
@@ -360,16 +393,11 @@ def book_statements(notebook, book=BOOK):
     text a teacher wrote, never a student's); {} without the book at hand."""
     if book is None:
         return {}
-    try:
-        cells = json.loads(Path(book, f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
     found = {}
-    for cell in cells:
+    for cell in _book_cells(Path(book, f"{notebook}.ipynb")):
         if cell.get("cell_type") != "markdown":
             continue
-        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        for block in EXERCISE_BLOCK.finditer(text):       # the directive only: never its solution
+        for block in EXERCISE_BLOCK.finditer(cell["source"]):       # the directive only: never its solution
             m = LABEL_LINE.search(block.group(0))
             if m:
                 found.setdefault(m.group("label"), _statement(block.group(0)))
@@ -430,16 +458,8 @@ def answers_table(said):
 
 
 def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file in the same folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``text`` to ``path`` atomically (:func:`rnnlab._io.atomic_write_text`)."""
+    atomic_write_text(path, text)
 
 
 def safe_name(student):

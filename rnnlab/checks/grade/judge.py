@@ -23,7 +23,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import zlib
@@ -157,7 +156,7 @@ class Judge:
 
     def command(self, job, blocked, cap=1 << 30):
         """The candidate's command line: in its own sandbox (:mod:`.sandbox`) unless ``--unsafe``."""
-        argv = [sys.executable, "-c", sandbox.BOOT, sandbox.__file__]
+        argv = boxes.script(sandbox)
         if self.boxed:
             return boxes.command([*argv, boxes.JOB, str(self.memory), json.dumps(blocked), str(cap)], job,
                                  boxes.environment(threads=max(1, (os.cpu_count() or 1) // max(1, self.jobs)))), \
@@ -229,7 +228,7 @@ class Judge:
                 f"({str(first['unloadable'])[:300]}); does it need a module of your own?")}
         if first and "uncallable" in first:
             return {"label": ex.label, "status": "failed", "total": len(problem.cases), "hidden": problem.hidden,
-                    "message": f"{ex.label}: expected a function {ex.signature}, got {_a(first['uncallable'])}"}
+                    "message": f"{ex.label}: expected a function {ex.signature}, got {sandbox.article(str(first['uncallable'])[:60])}"}
         if timed_out:
             return {"label": ex.label, "status": "timeout", "total": len(problem.cases), "hidden": problem.hidden,
                     "message": f"{ex.label}: {ex.name} did not return within {self.seconds:g} s (an endless loop?)"}
@@ -367,11 +366,6 @@ def _encoded_size(value):
         return len(json.dumps(sandbox.encode(value)))
     except Exception:  # noqa: BLE001 (an answer that is not plain data: a generous cap)
         return 2 << 20
-
-
-def _a(kind):
-    kind = str(kind)[:60]
-    return f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
 
 
 def _head(path, size=4096):

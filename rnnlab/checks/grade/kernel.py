@@ -253,7 +253,7 @@ def run(cells, exercises, opts):
         inside = Path(sandbox.JOB) if boxed else tmp
         nb = prepare(cells, exercises, inside / "export")
         (tmp / "notebook.ipynb").write_text(json.dumps(nb))
-        argv = [sys.executable, "-c", worker.BOOT, worker.__file__, str(inside / "notebook.ipynb"),
+        argv = [*sandbox.script(worker), str(inside / "notebook.ipynb"),
                 str(inside / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN),
                 str(getattr(opts, "kernel_memory", 0))]
         threads = max(1, (os.cpu_count() or 1) // max(1, opts.jobs))

@@ -16,7 +16,8 @@ import re
 import sys
 from pathlib import Path
 
-from .folder import difficulty_of, titles
+from ..._io import atomic_write_text
+from .folder import difficulty_of, find_book, titles
 
 MINUTES = {1: 10, 2: 25, 3: 45}
 REGION = re.compile(r"(?P<open><!-- exercises: (?P<chapter>[\w-]+) (?P<weeks>[\d+,]+) -->\n)"
@@ -64,12 +65,22 @@ def refresh(text, book):
 
 
 def main(argv=None):
-    root = Path(__file__).resolve().parents[3]
     parser = argparse.ArgumentParser(prog="python -m rnnlab.checks.grade.kit", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--page", type=Path, default=root / "book" / "teaching.md")
-    parser.add_argument("--book", type=Path, default=root / "book")
+    parser.add_argument("--page", type=Path, help="the page to rewrite (default: BOOK/teaching.md)")
+    parser.add_argument("--book", type=Path, help="the book's folder of chapters (default: book/ of the checkout "
+                                                   "rnnlab runs from, or of the current folder)")
     parser.add_argument("--check", action="store_true", help="say whether the page is current; change nothing")
     args = parser.parse_args(argv)
+    try:
+        args.book = find_book(args.book)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.book is None:
+        parser.error("--book: no checkout of the book here (rnnlab is installed, and the current folder holds no "
+                     "_toc.yml and book/): run it in a checkout, or give --book BOOK_DIR")
+    args.page = args.page or args.book / "teaching.md"
+    if not args.page.is_file():
+        parser.error(f"--page {args.page}: no such file")
     return update_page(args.page, lambda text: refresh(text, args.book), args.check,
                        stale=f"{args.page} lists other exercises than the book: run python -m rnnlab.checks.grade.kit",
                        done=f"rewrote the exercise tables of {args.page}")
@@ -86,7 +97,7 @@ def update_page(page, rewrite, check, stale, done):
             return 1
         return 0
     if new != text:
-        Path(page).write_text(new, encoding="utf-8")
+        atomic_write_text(page, new)
         print(done)
     return 0
 

@@ -35,6 +35,12 @@ import sys
 from pathlib import Path
 
 JOB = "/job"                       # the writable folder, inside the sandbox
+# How the grader starts its standalone files (worker.py, candidate.py) by path, without importing
+# rnnlab (torch's import would count against a student's time): ``python -c BOOT FILE ARGS...``
+# loads FILE as the module ``rnnlab_grade_<its stem>`` and calls its ``main(*ARGS)``.
+BOOT = ("import importlib.util as u, os, sys; p = sys.argv[1]; "
+        "s = u.spec_from_file_location('rnnlab_grade_' + os.path.basename(p)[:-3], p); "
+        "m = u.module_from_spec(s); s.loader.exec_module(m); m.main(*sys.argv[2:])")
 UNSAFE_GIVES_UP = (
     "--unsafe: no sandbox. Notebooks and candidates run as your own user: they can read your files "
     "(the other submissions, the teacher's cases, the grader's own), write anywhere you can, leave "
@@ -173,6 +179,12 @@ def command(argv, job, env, cwd=f"{JOB}/work"):
     for name, value in env.items():
         args += ["--setenv", name, str(value)]
     return [*args, "--", *argv]
+
+
+def script(module):
+    """The command line that runs the grader's standalone ``module`` (:mod:`.worker` or
+    :mod:`.candidate`) by path: ``[python, "-c", BOOT, its file]``; append its arguments."""
+    return [sys.executable, "-c", BOOT, module.__file__]
 
 
 def popen(command, **kwargs):

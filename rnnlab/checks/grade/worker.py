@@ -1,7 +1,8 @@
 """The notebook runner of grading: execute the prepared notebook in a fresh kernel, logging events.
 
 Run by :func:`rnnlab.checks.grade.kernel.run` as ``python -c BOOT this_file NOTEBOOK LOG
-CELL_TIMEOUT EXPORT_TIMEOUT EXPORT_TAG NBRUN MEMORY``, in the kernel's (empty) working folder.
+CELL_TIMEOUT EXPORT_TIMEOUT EXPORT_TAG NBRUN MEMORY`` (:func:`rnnlab.checks.grade.sandbox.script`),
+in the kernel's (empty) working folder.
 ``MEMORY`` (MB, 0: none) is the address-space limit (``RLIMIT_AS``, soft and hard) of this
 process and so of the kernel it starts and of everything the kernel starts.
 Loaded by path, with ``rnnlab/book/nbrun.py`` loaded by path too: importing the
@@ -12,10 +13,6 @@ import json
 import os
 import sys
 from pathlib import Path
-
-BOOT = ("import importlib.util as u, sys; s = u.spec_from_file_location('rnnlab_grade_worker', sys.argv[1]); "
-        "m = u.module_from_spec(s); s.loader.exec_module(m); m.main(*sys.argv[2:])")
-
 
 def limit_memory(megabytes):
     """The address-space limit, soft and hard (a process cannot raise it again), in MB."""
