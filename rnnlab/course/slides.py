@@ -310,7 +310,7 @@ def _week_kicker(deck, rels):
 def _slide(kind, body):
     """One slide; ``data-math``: how many formulas MathJax is to typeset on it (the browser test counts them)."""
     math = body.count("\\(") + body.count("\\[")
-    return f'<section class="slide {kind}" data-math="{math}">\n{body}\n</section>'
+    return f'<section class="slide {kind}" data-math="{math}"><div class="content">\n{body}\n</div></section>'
 
 
 def _equation_html(eq, doc, conv, page_title=""):

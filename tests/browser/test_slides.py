@@ -33,15 +33,18 @@ CHECK_SLIDE = """
   const box = slide.getBoundingClientRect();
   if (box.left < -1 || box.top < -1 || box.right > innerWidth + 1 || box.bottom > innerHeight + 1)
     problems.push('the slide leaves the viewport: ' + JSON.stringify(box));
-  if (slide.scrollHeight > slide.clientHeight + 1 || slide.scrollWidth > slide.clientWidth + 1)
-    problems.push('content overflows: ' + slide.scrollWidth + ' x ' + slide.scrollHeight);
-  for (const e of slide.querySelectorAll('*')) {
+  // What the slide shows (inside its margins) must fit: its box clips, so its scroll size tells.
+  const content = slide.querySelector('.content');
+  const inner = content.getBoundingClientRect();
+  if (content.scrollHeight > content.clientHeight + 1 || content.scrollWidth > content.clientWidth + 1)
+    problems.push('content overflows: ' + content.scrollWidth + ' x ' + content.scrollHeight);
+  for (const e of content.querySelectorAll('*')) {
     // Inside a formula, MathJax clips its own parts (the screen readers' copy, a stretched
     // delimiter's extender): the formula's box counts, and the slide's scroll size catches the rest.
     if (e.tagName !== 'MJX-CONTAINER' && e.closest('mjx-container')) continue;
     const b = e.getBoundingClientRect();
     if (b.width === 0 && b.height === 0) continue;
-    if (b.left < box.left - 1 || b.top < box.top - 1 || b.right > box.right + 1 || b.bottom > box.bottom + 1) {
+    if (b.left < inner.left - 1 || b.top < inner.top - 1 || b.right > inner.right + 1 || b.bottom > inner.bottom + 1) {
       problems.push('sticks out: <' + e.tagName.toLowerCase() + ' class="' + e.className + '">');
       break;
     }
