@@ -98,19 +98,23 @@ def test_same_generator_state_same_draw():
         torch.testing.assert_close(x, y)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n=8, rank=0), "rank must lie in \\[1, n\\]"),
-    (dict(n=8, rank=9), "rank must lie in \\[1, n\\]"),
-    (dict(n=8, rank=2.0), "rank must be an int"),
-    (dict(n=8, sparsity=1.0), "sparsity must lie in \\[0, 1\\)"),
-    (dict(n=8, sparsity=-0.1), "sparsity must lie in \\[0, 1\\)"),
-    (dict(n=0), "n \\(the hidden size\\)"),
-    (dict(n=8, init="he"), "init must be one of"),
-    (dict(n=8, init="concatenated"), "pass gates"),
-    (dict(n=8, gates=0), "gates must be an int"),
+@pytest.mark.parametrize("kwargs, exc, match", [
+    (dict(n=8, rank=0), ValueError, "rank must lie in \\[1, n\\]"),
+    (dict(n=8, rank=9), ValueError, "rank must lie in \\[1, n\\]"),
+    (dict(n=8, rank=2.0), TypeError, "rank must be an int"),
+    (dict(n=8, sparsity=1.0), ValueError, "sparsity must lie in \\[0, 1\\)"),
+    (dict(n=8, sparsity=-0.1), ValueError, "sparsity must lie in \\[0, 1\\)"),
+    (dict(n=8, sparsity="0"), TypeError, "sparsity must be a number"),
+    (dict(n=0), ValueError, "n \\(the hidden size\\)"),
+    (dict(n=True), TypeError, "n \\(the hidden size\\) must be an int"),
+    (dict(n=8, init="he"), ValueError, "init must be one of"),
+    (dict(n=8, init="concatenated"), ValueError, "pass gates"),
+    (dict(n=8, gates=0), ValueError, "gates must be >= 1"),
+    (dict(n=8, gates=2.0), TypeError, "gates must be an int or None"),
 ])
-def test_init_recurrent_errors(kwargs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
+def test_init_recurrent_errors(kwargs, exc, match):
+    """A wrong type is a TypeError, a wrong value a ValueError (rnnlab._validate's convention)."""
+    with pytest.raises(exc, match=match):
         init_recurrent(**kwargs)
 
 
@@ -264,16 +268,20 @@ def test_gates_and_shapes(kind):
     assert "rank=2" in repr(model)
 
 
-@pytest.mark.parametrize("args, kwargs, match", [
-    ((0, 4), {}, "input_size must be an int >= 1"),
-    ((3, 4), dict(rank=5), "rank must lie in \\[1, n\\]"),
-    ((3, 4), dict(rank=0), "rank must lie in \\[1, n\\]"),
-    ((3, 4), dict(sparsity=1.0), "sparsity must lie in \\[0, 1\\)"),
-    ((3, 4), dict(init="zeros"), "init must be one of"),
-    ((3, 4), dict(batch_first=1), "batch_first must be a bool"),
+@pytest.mark.parametrize("args, kwargs, exc, match", [
+    ((0, 4), {}, ValueError, "input_size must be >= 1"),
+    ((3, 4.0), {}, TypeError, "hidden_size must be an int"),
+    ((3, 4), dict(rank=5), ValueError, "rank must lie in \\[1, n\\]"),
+    ((3, 4), dict(rank=0), ValueError, "rank must lie in \\[1, n\\]"),
+    ((3, 4), dict(sparsity=1.0), ValueError, "sparsity must lie in \\[0, 1\\)"),
+    ((3, 4), dict(init="zeros"), ValueError, "init must be one of"),
+    ((3, 4), dict(batch_first=1), TypeError, "batch_first must be a bool"),
+    ((3, 4), dict(seed=0, generator=torch.Generator()), ValueError, "generator or seed"),
+    ((3, 4), dict(generator=0), TypeError, "generator must be a torch.Generator"),
+    ((3, 4), dict(dtype=torch.int64), ValueError, "real floating dtype"),
 ])
-def test_constructor_errors(args, kwargs, match):
-    with pytest.raises((ValueError, TypeError), match=match):
+def test_constructor_errors(args, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
         RNN(*args, **kwargs)
 
 

@@ -20,8 +20,10 @@ import math
 import torch
 from torch import nn
 
+from .._validate import check_choice, check_fraction, check_int, check_optional_int
 from ..kernels import cell_step_ref, recurrent_cell
 from ..kernels.cells_torch import GATE_NAMES, GATES
+from .common import resolve_dtype, resolve_generator
 
 INITS = ("orthogonal", "glorot", "concatenated")
 
@@ -30,19 +32,11 @@ INITS = ("orthogonal", "glorot", "concatenated")
 # Initialisation (appendix A.10).
 # ---------------------------------------------------------------------------
 
-def _check_rank_sparsity(n, rank, sparsity, name):
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{name}: n (the hidden size) must be an int >= 1, got {n!r}")
-    if rank is not None:
-        if isinstance(rank, bool) or not isinstance(rank, int):
-            raise TypeError(f"{name}: rank must be an int or None (full rank), got {type(rank).__name__}")
-        if not 1 <= rank <= n:
-            raise ValueError(f"{name}: rank must lie in [1, n] = [1, {n}] (None for full rank), got {rank}")
-    if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float)):
-        raise TypeError(f"{name}: sparsity must be a float in [0, 1), got {type(sparsity).__name__}")
-    if not 0.0 <= sparsity < 1.0:
-        raise ValueError(f"{name}: sparsity must lie in [0, 1) (the fraction of entries masked out), "
-                         f"got {sparsity}")
+def _check_rank_sparsity(n, rank, sparsity, name, n_name="n (the hidden size)"):
+    check_int(n_name, n, minimum=1, fn=name)
+    if check_optional_int("rank", rank, fn=name, none_means="full rank") is not None and not 1 <= rank <= n:
+        raise ValueError(f"{name}: rank must lie in [1, n] = [1, {n}] (None for full rank), got {rank}")
+    check_fraction("sparsity", sparsity, fn=name)
 
 
 def haar_orthogonal(n, m=None, *, generator=None, dtype=torch.float64):
@@ -129,10 +123,8 @@ def init_recurrent(n, rank=None, sparsity=0.0, init="orthogonal", generator=None
     """
     name = "init_recurrent"
     _check_rank_sparsity(n, rank, sparsity, name)
-    if init not in INITS:
-        raise ValueError(f"{name}: init must be one of {INITS}, got {init!r}")
-    if gates is not None and (isinstance(gates, bool) or not isinstance(gates, int) or gates < 1):
-        raise ValueError(f"{name}: gates must be an int >= 1 or None, got {gates!r}")
+    check_choice("init", init, INITS, fn=name)
+    check_optional_int("gates", gates, minimum=1, fn=name, none_means="one matrix")
     if init == "concatenated" and gates is None:
         raise ValueError(f"{name}: init='concatenated' draws the gates' matrices jointly: pass gates (e.g. 4 "
                          "for an LSTM)")
@@ -183,28 +175,29 @@ class LowRankSparseCell(nn.Module):
       and ``weight_hh_2`` ``(G, r, H)``; buffer ``mask_hh`` ``(G, H, H)``.
 
     ``recurrent_weights()`` returns the gates' ``W_rec(r, s)``, ``(G, H, H)``.
+
+    Every random draw takes ``generator`` (a :class:`torch.Generator`; ``seed=s`` is
+    short for ``generator=torch.Generator().manual_seed(s)``; neither: torch's global
+    RNG); ``device`` and ``dtype`` place the parameters (:mod:`rnnlab.models.common`).
     """
 
     kind = None
 
     def __init__(self, input_size, hidden_size, rank=None, sparsity=0.0, init="orthogonal", batch_first=True,
-                 *, seed=None, backend="auto", dtype=None):
+                 *, generator=None, seed=None, backend="auto", device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
-        for arg, v in (("input_size", input_size), ("hidden_size", hidden_size)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: {arg} must be an int >= 1, got {v!r}")
-        _check_rank_sparsity(hidden_size, rank, sparsity, name)
-        if init not in INITS:
-            raise ValueError(f"{name}: init must be one of {INITS}, got {init!r}")
+        check_int("input_size", input_size, minimum=1, fn=name)
+        _check_rank_sparsity(hidden_size, rank, sparsity, name, n_name="hidden_size")
+        check_choice("init", init, INITS, fn=name)
         if not isinstance(batch_first, bool):
             raise TypeError(f"{name}: batch_first must be a bool, got {type(batch_first).__name__}")
-        dtype = torch.get_default_dtype() if dtype is None else dtype
+        gen = resolve_generator(generator, seed, fn=name)
+        dtype = resolve_dtype(dtype, fn=name)
         G = GATES[self.kind]
         self.input_size, self.hidden_size, self.gates = input_size, hidden_size, G
         self.rank, self.sparsity, self.init, self.batch_first = rank, float(sparsity), init, batch_first
         self.backend = backend
-        gen = torch.Generator().manual_seed(seed) if seed is not None else None
         W1, W2, M = init_recurrent(hidden_size, rank, sparsity, init, gen, gates=G, dtype=dtype)
         if rank is None:
             self.weight_hh = nn.Parameter(W1)
@@ -218,6 +211,8 @@ class LowRankSparseCell(nn.Module):
         if self.kind == "lstm":
             bias[1] = 1.0
         self.bias = nn.Parameter(bias.reshape(-1))
+        if device is not None:
+            self.to(device)  # drawn on the CPU (a generator gives the same numbers everywhere), then moved
 
     def extra_repr(self):
         r = "full" if self.rank is None else self.rank
@@ -323,7 +318,7 @@ class RNN(LowRankSparseCell):
     """Elman RNN with ``W_rec(r, s)``: ``h_t = tanh(W_i x_t + W_rec h_{t−1} + b)`` (A.4.1).
 
     ``RNN(input_size, hidden_size, rank=None, sparsity=0.0, init="orthogonal",
-    batch_first=True, *, seed=None, backend="auto")``; see
+    batch_first=True, *, generator=None, seed=None, backend="auto", device=None, dtype=None)``; see
     :class:`LowRankSparseCell`.
     """
 

@@ -48,21 +48,18 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .._validate import check_int, check_optional_int, check_positive
 from . import combo_modules as _combo_modules
 from .combo_modules import (  # the modules and their metrics (page 4 of the chapter), re-exported
-    _square,
-    _positive,
-    _sizes,
     block_mask,
+    check_module_sizes,
     feedback_matrix,
     theorem1_matrix,
     theorem1_abscissa,
-    _scaled_sym,
     theorem1_rate,
     metzler_diagonal_metric,
     lyapunov_metric,
     theorem1_module_metric,
-    _rng,
     sample_theorem1_module,
     svd_module_weight,
     sparse_combo_net_num_params,
@@ -137,21 +134,19 @@ class _ComboNet(nn.Module):
             euler_margin = float(euler_margin)
         self.constraint = constraint
         self.euler_margin = euler_margin
-        if isinstance(input_size, bool) or not isinstance(input_size, (int, np.integer)) or input_size < 1:
-            raise ValueError(f"input_size must be a positive int, got {input_size!r}")
-        if output_size is not None and (not isinstance(output_size, (int, np.integer)) or output_size < 1):
-            raise ValueError(f"output_size must be a positive int or None, got {output_size!r}")
+        input_size = check_int("input_size", input_size, minimum=1)
+        output_size = check_optional_int("output_size", output_size, minimum=1)
         if activation not in _TORCH_ACT:
             raise ValueError(f"activation must be one of {sorted(_TORCH_ACT)}, got {activation!r}")
         if form not in ("x", "y"):
             raise ValueError(f"form must be 'x' (equation 2) or 'y' (appendix E.3 code), got {form!r}")
         if readout not in ("last", "all"):
             raise ValueError(f"readout must be 'last' or 'all', got {readout!r}")
-        alpha = _positive(alpha, "alpha")
+        alpha = check_positive("alpha", alpha)
         if alpha > 1:
             raise ValueError(f"alpha (= dt / tau) must be in (0, 1], got {alpha}")
         self.input_size = int(input_size)
-        self.hidden_sizes = _sizes(hidden_sizes)
+        self.hidden_sizes = check_module_sizes(hidden_sizes)
         self.hidden_size = int(sum(self.hidden_sizes))
         self.output_size = None if output_size is None else int(output_size)
         self.activation = activation

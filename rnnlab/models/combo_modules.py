@@ -8,13 +8,14 @@ re-exports every name here.
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse
 import torch
+
+from .._validate import check_positive
 
 __all__ = [
     "block_mask",
@@ -43,15 +44,7 @@ def _square(W, name="W"):
     return W
 
 
-def _positive(x, name):
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__}")
-    if not (x > 0 and math.isfinite(x)):
-        raise ValueError(f"{name} must be a finite number > 0, got {x}")
-    return float(x)
-
-
-def _sizes(hidden_sizes, name="hidden_sizes"):
+def check_module_sizes(hidden_sizes, name="hidden_sizes"):
     if isinstance(hidden_sizes, (int, np.integer)):
         raise TypeError(f"{name} must be a sequence of module sizes, e.g. [32] * 16")
     sizes = [int(s) for s in hidden_sizes]
@@ -71,7 +64,7 @@ def block_mask(sizes: Sequence[int], *, lower_only: bool = False, diagonal: bool
     lower-triangular ones. ``lower_only`` keeps blocks ``(i, j)`` with
     ``i > j``; ``diagonal=True`` also keeps the diagonal blocks.
     """
-    sizes = _sizes(sizes, "sizes")
+    sizes = check_module_sizes(sizes, "sizes")
     edges = np.concatenate([[0], np.cumsum(sizes)])
     n = int(edges[-1])
     mask = np.zeros((n, n), dtype=bool)
@@ -131,7 +124,7 @@ def theorem1_matrix(W, g: float = 1.0, *, zero_nonpositive_diagonal: bool = True
     proof of Theorem 1, appendix C.2).
     """
     W = _square(W)
-    g = _positive(g, "g")
+    g = check_positive("g", g)
     A = np.abs(W)
     if zero_nonpositive_diagonal:
         d = np.diag(W)
@@ -276,11 +269,11 @@ def sample_theorem1_module(size: int, density: float, scalar: float, *, post_sca
         raise ValueError(f"size must be >= 1, got {size}")
     if not 0.0 < density <= 1.0:
         raise ValueError(f"density must be in (0, 1], got {density}")
-    scalar = _positive(scalar, "scalar")
-    post_scalar = _positive(post_scalar, "post_scalar")
+    scalar = check_positive("scalar", scalar)
+    post_scalar = check_positive("post_scalar", post_scalar)
     if post_scalar > 1.0:
         raise ValueError(f"post_scalar must be in (0, 1] to preserve Theorem 1 (D.2.2), got {post_scalar}")
-    g = _positive(g, "g")
+    g = check_positive("g", g)
     rng = _rng(rng)
     eye = np.eye(size)
     for tries in range(1, int(max_tries) + 1):

@@ -10,26 +10,25 @@ parameterisations) and C' directly; B' is a function of λ, computed with the
 stable formula ``log B'_i = −Σ_{j≠i} log(1 − λ_j/λ_i)`` from the author
 response, or fixed to ones. The parameterisations themselves (the companion
 form, the Vandermonde change of basis, B', the eigenvalue and read-out
-parameterisations) live in :mod:`rnnlab.models.modal`; this module re-exports
-them, so every import path of the package's first version still works.
+parameterisations) live in :mod:`rnnlab.models.modal`, parameter counting in
+:mod:`rnnlab.models.common`. The first version of the package had them all here:
+``from rnnlab.models.lds import companion_matrix`` (and the other names of
+``modal.__all__``) still works, through this module's ``__getattr__``.
 """
 import math
-from collections import OrderedDict
 
 import torch
 from torch import nn
 
+from .._validate import check_choice, check_int
 from ..kernels import linear_scan
 from . import modal as _modal
-from .modal import (companion_matrix, complex_readout, log_polar_eigenvalues,  # noqa: F401
-                    log_readout, modal_input_weights, modal_input_weights_naive,
-                    modal_output_weights, monic_coefficients, random_root_eigenvalues,
-                    uniform_angles, unit_modulus_eigenvalues, vandermonde_modes,
-                    with_conjugates)
+from .common import count_parameters, parameter_breakdown, resolve_dtype, resolve_generator, tall_matmul
+from .modal import (complex_readout, log_polar_eigenvalues, log_readout, modal_input_weights,
+                    random_root_eigenvalues, uniform_angles, unit_modulus_eigenvalues, with_conjugates)
 
 __all__ = [
     "LDS",
-    *_modal.__all__,
     "count_parameters",
     "parameter_breakdown",
     "EIGENVALUE_PARAMETERISATIONS",
@@ -39,82 +38,19 @@ __all__ = [
     "INPUT_WEIGHTS",
 ]
 
+
+def __getattr__(name):
+    """``rnnlab.models.lds.<name>`` for a name of :mod:`rnnlab.models.modal`: the first version's import path."""
+    if name in _modal.__all__:
+        return getattr(_modal, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 EIGENVALUE_PARAMETERISATIONS = ("free", "unit")
 INITIALISATIONS = ("uniform", "roots")
 MULTI_INPUT_MODES = ("concat", "average")
 READOUTS = ("complex", "log")
 INPUT_WEIGHTS = ("companion", "ones")
 ALGORITHMS = ("scan", "fft")
-
-
-# ---------------------------------------------------------------------------
-# Parameter counting
-# ---------------------------------------------------------------------------
-
-def parameter_breakdown(module, trainable_only=True):
-    """Ordered ``{name: number of real scalars}`` of a module's parameters.
-
-    A complex parameter counts twice (real and imaginary part). Frozen
-    parameters and buffers are left out when ``trainable_only``.
-    """
-    out = OrderedDict()
-    for name, p in module.named_parameters():
-        if trainable_only and not p.requires_grad:
-            continue
-        out[name] = p.numel() * (2 if p.is_complex() else 1)
-    return out
-
-
-def count_parameters(module, trainable_only=True):
-    """Number of trainable real scalars (complex parameters count twice)."""
-    return sum(parameter_breakdown(module, trainable_only).values())
-
-
-# ---------------------------------------------------------------------------
-# The layer
-# ---------------------------------------------------------------------------
-
-def _check_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
-def _check_choice(name, value, choices):
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-class _TallMatmul(torch.autograd.Function):
-    """``X @ W`` for a tall ``X`` ``(..., K)`` and a thin ``W`` ``(K, M)``, M small.
-
-    Same result and gradients as autograd's matmul; only ``dL/dW`` is computed
-    as ``(g^T X)^T`` instead of ``X^T g``. With X of 16,384 × 256 and M = 8,
-    MKL takes about 4.5 ms for ``X^T g`` (a transposed tall operand) and
-    1.3 ms for ``g^T X`` on the project's 2-core machine: the read-out's
-    weight gradient was the largest matrix product of an LDS step.
-    """
-
-    @staticmethod
-    def forward(ctx, X, W):
-        ctx.save_for_backward(X, W)
-        return X @ W
-
-    @staticmethod
-    def backward(ctx, g):
-        X, W = ctx.saved_tensors
-        gX = g @ W.t() if ctx.needs_input_grad[0] else None
-        gW = None
-        if ctx.needs_input_grad[1]:
-            K, M = W.shape
-            gW = (g.reshape(-1, M).t() @ X.reshape(-1, K)).t()
-        return gX, gW
-
-
-def tall_matmul(X, W):
-    """``X @ W`` (X ``(..., K)``, W ``(K, M)``) with a faster weight gradient for tall X: see :class:`_TallMatmul`."""
-    return _TallMatmul.apply(X, W)
 
 
 class LDS(nn.Module):
@@ -178,6 +114,10 @@ class LDS(nn.Module):
         to rounding. :meth:`states` always scans.
     generator : torch.Generator or None
         Source of randomness for the initialisation (default: torch's global RNG).
+    device, dtype
+        Where the parameters live and their real dtype (default: the CPU and
+        torch's default dtype); the package's constructor convention
+        (:mod:`rnnlab.models.common`).
 
     ``forward(x, h0=None)`` returns ``(y, s'_T)``: the outputs ``(B, T, m)``
     and the final modal state ``(B, N)`` (complex; pass it back as ``h0`` to
@@ -227,19 +167,20 @@ class LDS(nn.Module):
     def __init__(self, input_size, hidden_size, output_size, *, eigenvalues="free", init=None,
                  conjugate_pairs=True, multi_input="concat", num_projections=None, mix_inputs=False,
                  input_weights="companion", readout="complex", use_D=True, bias=True,
-                 batch_first=True, backend="auto", algorithm="scan", generator=None):
+                 batch_first=True, backend="auto", algorithm="scan", generator=None, device=None, dtype=None):
         super().__init__()
-        _check_int("input_size", input_size)
-        _check_int("hidden_size", hidden_size)
-        _check_int("output_size", output_size)
-        _check_choice("eigenvalues", eigenvalues, EIGENVALUE_PARAMETERISATIONS)
+        name = type(self).__name__
+        check_int("input_size", input_size, minimum=1, fn=name)
+        check_int("hidden_size", hidden_size, minimum=1, fn=name)
+        check_int("output_size", output_size, minimum=1, fn=name)
+        check_choice("eigenvalues", eigenvalues, EIGENVALUE_PARAMETERISATIONS, fn=name)
         if init is None:
             init = "uniform" if eigenvalues == "unit" else "roots"
-        _check_choice("init", init, INITIALISATIONS)
-        _check_choice("multi_input", multi_input, MULTI_INPUT_MODES)
-        _check_choice("input_weights", input_weights, INPUT_WEIGHTS)
-        _check_choice("readout", readout, READOUTS)
-        _check_choice("algorithm", algorithm, ALGORITHMS)
+        check_choice("init", init, INITIALISATIONS, fn=name)
+        check_choice("multi_input", multi_input, MULTI_INPUT_MODES, fn=name)
+        check_choice("input_weights", input_weights, INPUT_WEIGHTS, fn=name)
+        check_choice("readout", readout, READOUTS, fn=name)
+        check_choice("algorithm", algorithm, ALGORITHMS, fn=name)
         if multi_input == "concat":
             if num_projections is not None and num_projections != input_size:
                 raise ValueError(f"num_projections is for multi_input='average'; with 'concat' there is one "
@@ -250,7 +191,7 @@ class LDS(nn.Module):
             if mix_inputs:
                 raise ValueError("mix_inputs=True is for multi_input='concat' (the 'average' projection is fixed)")
             k = input_size if num_projections is None else num_projections
-            _check_int("num_projections", k)
+            check_int("num_projections", k, minimum=1, fn=name)
         if hidden_size % k:
             raise ValueError(f"hidden_size ({hidden_size}) must be a multiple of the number of blocks k={k} "
                              f"(input_size for 'concat', num_projections for 'average')")
@@ -269,9 +210,9 @@ class LDS(nn.Module):
         # forward() scans one mode of each conjugate pair (see the class docstring); False scans all N
         self.pair_modes = True
 
-        g = generator
+        g = resolve_generator(generator, fn=name)
         p = nb // 2 if conjugate_pairs else nb
-        dtype = torch.get_default_dtype()
+        dtype = resolve_dtype(dtype, fn=name)
         if init == "uniform":
             # θ uniform in [−2π, 2π] (kept as drawn, not reduced mod 2π), |λ| = 1
             theta0 = uniform_angles((k, p), g, dtype=torch.float64)
@@ -327,6 +268,8 @@ class LDS(nn.Module):
             self.bias = nn.Parameter(torch.zeros(m, dtype=dtype))
         else:
             self.register_parameter("bias", None)
+        if device is not None:
+            self.to(device)  # drawn on the CPU (a generator gives the same numbers everywhere), then moved
 
     # -- the quantities of the model, each from its parameterisation ---------
 

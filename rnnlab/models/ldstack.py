@@ -69,7 +69,9 @@ import torch
 from torch import nn
 
 from ..kernels import modal_stack_scan
-from .lds import LDS, _check_int
+from .._validate import check_int
+from .common import resolve_dtype, resolve_generator
+from .lds import LDS
 
 __all__ = [
     "LDStack",
@@ -205,6 +207,8 @@ class LDStackExact(nn.Module):
 
     Parameters: ``A`` (n×n, initialised N(0, 1/n)), ``B`` (n×d, N(0, 1/d)),
     and, if ``output_size`` is given, a linear read-out ``C`` (m×n) with bias.
+    ``generator`` draws A and B (the read-out takes torch's own initialiser);
+    ``device`` and ``dtype`` place the parameters (:mod:`rnnlab.models.common`).
 
     ``forward(x, h0=None)`` returns ``(y, s_T)``: y is the last layer's states
     ``(B, T, n)`` (or ``C s + c`` with a read-out), s_T its final state.
@@ -212,22 +216,25 @@ class LDStackExact(nn.Module):
     """
 
     def __init__(self, input_size, hidden_size, output_size=None, *, depth=1, nonlinearity="tanh",
-                 batch_first=True, generator=None):
+                 batch_first=True, generator=None, device=None, dtype=None):
         super().__init__()
-        _check_int("input_size", input_size)
-        _check_int("hidden_size", hidden_size)
-        _check_int("depth", depth)
+        name = type(self).__name__
+        check_int("input_size", input_size, minimum=1, fn=name)
+        check_int("hidden_size", hidden_size, minimum=1, fn=name)
+        check_int("depth", depth, minimum=1, fn=name)
         if output_size is not None:
-            _check_int("output_size", output_size)
+            check_int("output_size", output_size, minimum=1, fn=name)
         self.rho, self.delta = deviation(nonlinearity)
         self.input_size, self.hidden_size, self.output_size = input_size, hidden_size, output_size
         self.depth, self.nonlinearity, self.batch_first = depth, nonlinearity, bool(batch_first)
-        g, dtype = generator, torch.get_default_dtype()
+        g, dtype = resolve_generator(generator, fn=name), resolve_dtype(dtype, fn=name)
         self.A = nn.Parameter((torch.randn(hidden_size, hidden_size, generator=g, dtype=torch.float64)
                                / math.sqrt(hidden_size)).to(dtype))
         self.B = nn.Parameter((torch.randn(hidden_size, input_size, generator=g, dtype=torch.float64)
                                / math.sqrt(input_size)).to(dtype))
-        self.readout = nn.Linear(hidden_size, output_size) if output_size is not None else None
+        self.readout = nn.Linear(hidden_size, output_size, dtype=dtype) if output_size is not None else None
+        if device is not None:
+            self.to(device)
 
     def _check_x(self, x):
         if not isinstance(x, torch.Tensor):
@@ -241,7 +248,7 @@ class LDStackExact(nn.Module):
         """States of layers 1..depth, a list of ``(B, T, n)`` tensors (batch first)."""
         x = self._check_x(x)
         depth = self.depth if depth is None else depth
-        _check_int("depth", depth)
+        check_int("depth", depth, minimum=1)
         Bsz, T, _ = x.shape
         n = self.hidden_size
         s0 = x.new_zeros(Bsz, n) if h0 is None else h0
@@ -364,7 +371,7 @@ class LDStack(LDS):
     """
 
     def __init__(self, input_size, hidden_size, output_size, *, depth=2, **lds_kwargs):
-        _check_int("depth", depth)
+        check_int("depth", depth, minimum=1)
         if lds_kwargs.get("algorithm", "scan") != "scan":
             raise ValueError(f"LDStack: algorithm must be 'scan' (the FFT convolution computes a plain LDS, "
                              f"not the stack), got {lds_kwargs['algorithm']!r}")
@@ -373,7 +380,7 @@ class LDStack(LDS):
 
     def _stack_inputs(self, x, h0, depth):
         depth = self.depth if depth is None else depth
-        _check_int("depth", depth)
+        check_int("depth", depth, minimum=1)
         x = self._check_x(x)
         h0 = self._check_h0(h0, x.shape[0])
         return x, h0, depth

@@ -37,7 +37,8 @@ import torch
 from torch import nn
 
 from .. import kernels as _kernels
-from .lds import count_parameters
+from .._validate import check_int
+from .common import count_parameters, resolve_dtype, resolve_generator, seeded_init
 
 __all__ = ["MemoryLSTM", "DeepLSTM", "table2_parameter_counts", "parameter_groups", "TABLE2", "KINDS",
            "JOINT_SPECIALS", "PAD", "BOS", "SEP", "EOS"]
@@ -45,14 +46,6 @@ __all__ = ["MemoryLSTM", "DeepLSTM", "table2_parameter_counts", "parameter_group
 KINDS = ("stack", "queue", "deque")
 JOINT_SPECIALS = ("<pad>", "<s>", "|||", "</s>")
 PAD, BOS, SEP, EOS = 0, 1, 2, 3
-
-
-def _check_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
 
 
 class _Transducer(nn.Module):
@@ -64,16 +57,23 @@ class _Transducer(nn.Module):
 
     def __init__(self, n_source, n_target, hidden_size, embedding_size):
         super().__init__()
-        self.n_source = _check_int("n_source", n_source)
-        self.n_target = _check_int("n_target", n_target)
-        self.hidden_size = _check_int("hidden_size", hidden_size)
-        self.embedding_size = _check_int("embedding_size", embedding_size)
+        self.n_source = check_int("n_source", n_source, minimum=1)
+        self.n_target = check_int("n_target", n_target, minimum=1)
+        self.hidden_size = check_int("hidden_size", hidden_size, minimum=1)
+        self.embedding_size = check_int("embedding_size", embedding_size, minimum=1)
         self.num_inputs = len(JOINT_SPECIALS) + n_source + n_target
         self.num_outputs = n_target + 1
         self.end_id = n_target      # the output id of </s>
         self.embedding = nn.Embedding(self.num_inputs, embedding_size, padding_idx=PAD)
         self.output = nn.Linear(hidden_size, hidden_size)      # o_t = tanh(W_o o'_t + b_o)
         self.logits = nn.Linear(hidden_size, self.num_outputs)  # softmax(W_y o_t + b_y)
+
+    def _place(self, device, dtype):
+        """The constructor's ``device`` and ``dtype`` (None: where and as torch's initialisers made them)."""
+        if dtype is not None:
+            self.to(dtype=resolve_dtype(dtype, fn=type(self).__name__))
+        if device is not None:
+            self.to(device)
 
     # -- pieces -------------------------------------------------------------------------------------
     def _readout(self, o_prime):
@@ -162,7 +162,7 @@ class _Transducer(nn.Module):
         for s in sources:
             if s and (min(s) < 0 or max(s) >= self.n_source):
                 raise ValueError(f"sources must hold ids in 0..{self.n_source - 1}, got {min(s)}..{max(s)}")
-        batch_size = max(n, 1) if batch_size is None else _check_int("batch_size", batch_size)
+        batch_size = max(n, 1) if batch_size is None else check_int("batch_size", batch_size, minimum=1)
         order = sorted(range(n), key=lambda i: (len(sources[i]), limits[i]))
         out = [None] * n
         was_training = self.training
@@ -231,6 +231,10 @@ class MemoryLSTM(_Transducer):
         pushed value survives long enough for its push to receive gradient.
     backend : str
         :class:`rnnlab.kernels.NeuralMemory`'s backend (``"auto"``: the numba kernel of the device).
+    generator, device, dtype
+        The package's constructor convention (:mod:`rnnlab.models.common`): torch's initialisers draw
+        from ``generator`` (None: the global RNG, as before), then the parameters go to ``device`` and
+        ``dtype``.
 
     ``forward(inputs, lengths=None)`` gives teacher-forced logits; :meth:`greedy_decode` decodes. The
     parameters are ``embedding``, ``cell`` (``torch.nn.LSTMCell`` on ``[i_t; r_{t-1}]``), ``h0``, ``c0``,
@@ -239,24 +243,26 @@ class MemoryLSTM(_Transducer):
     """
 
     def __init__(self, n_source, n_target, kind, hidden_size=256, value_size=256, embedding_size=64,
-                 pop_bias=-1.0, backend="auto"):
+                 pop_bias=-1.0, backend="auto", *, generator=None, device=None, dtype=None):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        super().__init__(n_source, n_target, hidden_size, embedding_size)
-        self.kind = kind
-        self.value_size = _check_int("value_size", value_size)
-        self.heads = 2 if kind == "deque" else 1
-        self.backend = backend
-        self.pop_bias = float(pop_bias)
-        H, m = hidden_size, value_size
-        self.cell = nn.LSTMCell(embedding_size + self.heads * m, H)
-        self.h0 = nn.Parameter(torch.zeros(H))
-        self.c0 = nn.Parameter(torch.zeros(H))
-        self.push = nn.Linear(H, self.heads)        # d_t = σ(W_d o'_t + b_d)
-        self.pop = nn.Linear(H, self.heads)         # u_t = σ(W_u o'_t + b_u)
-        self.value = nn.Linear(H, self.heads * m)   # v_t = tanh(W_v o'_t + b_v)
-        with torch.no_grad():
-            self.pop.bias.fill_(self.pop_bias)      # appendix B
+        with seeded_init(resolve_generator(generator, fn="MemoryLSTM")):
+            super().__init__(n_source, n_target, hidden_size, embedding_size)
+            self.kind = kind
+            self.value_size = check_int("value_size", value_size, minimum=1)
+            self.heads = 2 if kind == "deque" else 1
+            self.backend = backend
+            self.pop_bias = float(pop_bias)
+            H, m = hidden_size, value_size
+            self.cell = nn.LSTMCell(embedding_size + self.heads * m, H)
+            self.h0 = nn.Parameter(torch.zeros(H))
+            self.c0 = nn.Parameter(torch.zeros(H))
+            self.push = nn.Linear(H, self.heads)        # d_t = σ(W_d o'_t + b_d)
+            self.pop = nn.Linear(H, self.heads)         # u_t = σ(W_u o'_t + b_u)
+            self.value = nn.Linear(H, self.heads * m)   # v_t = tanh(W_v o'_t + b_v)
+            with torch.no_grad():
+                self.pop.bias.fill_(self.pop_bias)      # appendix B
+        self._place(device, dtype)
 
     def extra_repr(self):
         return f"kind={self.kind!r}, pop_bias={self.pop_bias}, backend={self.backend!r}"
@@ -292,19 +298,22 @@ class DeepLSTM(_Transducer):
     :func:`table2_parameter_counts`); each layer is then its own ``torch.nn.LSTM``. ``False`` is one
     ``torch.nn.LSTM(num_layers=...)``. The softmax reads the top layer. The initial state is zero (the
     paper trains h_0 for the memory models' controller; it says nothing for the baseline).
+    ``generator``, ``device`` and ``dtype`` as for :class:`MemoryLSTM`.
     """
 
     def __init__(self, n_source, n_target, hidden_size=256, num_layers=1, embedding_size=64,
-                 skip_connections=True):
-        super().__init__(n_source, n_target, hidden_size, embedding_size)
-        self.num_layers = _check_int("num_layers", num_layers)
-        self.skip_connections = bool(skip_connections)
-        E, H = embedding_size, hidden_size
-        if self.skip_connections:
-            self.layers = nn.ModuleList(nn.LSTM(E if k == 0 else E + H, H, batch_first=True)
-                                        for k in range(num_layers))
-        else:
-            self.layers = nn.ModuleList([nn.LSTM(E, H, num_layers=num_layers, batch_first=True)])
+                 skip_connections=True, *, generator=None, device=None, dtype=None):
+        with seeded_init(resolve_generator(generator, fn="DeepLSTM")):
+            super().__init__(n_source, n_target, hidden_size, embedding_size)
+            self.num_layers = check_int("num_layers", num_layers, minimum=1)
+            self.skip_connections = bool(skip_connections)
+            E, H = embedding_size, hidden_size
+            if self.skip_connections:
+                self.layers = nn.ModuleList(nn.LSTM(E if k == 0 else E + H, H, batch_first=True)
+                                            for k in range(num_layers))
+            else:
+                self.layers = nn.ModuleList([nn.LSTM(E, H, num_layers=num_layers, batch_first=True)])
+        self._place(device, dtype)
 
     def extra_repr(self):
         return f"num_layers={self.num_layers}, skip_connections={self.skip_connections}"

@@ -7,6 +7,7 @@ recurrent layer a :mod:`rnnlab.models.cells` cell of rank ``r`` and sparsity ``s
 import torch
 from torch import nn
 
+from .._validate import check_int
 from .cells import CELLS
 
 __all__ = ["PAPER_NET", "ImitationNet"]
@@ -28,8 +29,7 @@ class ImitationNet(nn.Module):
         if cell not in CELLS:
             raise ValueError(f"cell must be one of {sorted(CELLS)}, got {cell!r}")
         for arg, v in (("obs_dim", obs_dim), ("act_dim", act_dim), ("head", head), ("hidden", hidden)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"ImitationNet: {arg} must be an int >= 1, got {v!r}")
+            check_int(arg, v, minimum=1, fn="ImitationNet")
         torch.manual_seed(seed)
         self.kind = cell
         self.fc1, self.fc2 = nn.Linear(obs_dim, head), nn.Linear(head, head)

@@ -25,6 +25,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from .._validate import check_int
+
 __all__ = [
     "copy_memory",
     "copy_memory_baseline",
@@ -44,13 +46,6 @@ ALPHABET_SIZE = 8
 NUM_RECALL = 10
 
 
-def _check_int(name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"copy_memory: {name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"copy_memory: {name} must be >= {minimum}, got {value}")
-
-
 def copy_memory(T, n, seed=0):
     """``n`` copying-memory sequences with delay ``T``: ``(inputs, targets)``.
 
@@ -61,9 +56,9 @@ def copy_memory(T, n, seed=0):
     recalled ``T + 10`` steps after it was read (``T + 1`` steps from the last
     symbol to the first recall).
     """
-    _check_int("T", T, 1)
-    _check_int("n", n, 1)
-    _check_int("seed", seed, 0)
+    check_int("T", T, minimum=1, fn="copy_memory")
+    check_int("n", n, minimum=1, fn="copy_memory")
+    check_int("seed", seed, minimum=0, fn="copy_memory")
     g = torch.Generator().manual_seed(seed)
     symbols = torch.randint(1, ALPHABET_SIZE + 1, (n, NUM_RECALL), generator=g)
     L = T + 2 * NUM_RECALL
@@ -77,7 +72,7 @@ def copy_memory(T, n, seed=0):
 
 def copy_memory_baseline(T):
     """Cross-entropy of the memoryless strategy: ``10 ln 8 / (T + 20)`` nats per step."""
-    _check_int("T", T, 1)
+    check_int("T", T, minimum=1, fn="copy_memory")
     return NUM_RECALL * math.log(ALPHABET_SIZE) / (T + 2 * NUM_RECALL)
 
 

@@ -29,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["ITG", "LengthRejected", "SVO_SOV", "GENDER_CONJUGATION", "GRAMMARS", "PAPER_EXAMPLES"]
+__all__ = ["ITG", "LengthRejected", "BlockUniforms", "SVO_SOV", "GENDER_CONJUGATION", "GRAMMARS", "PAPER_EXAMPLES"]
 
 _NT = re.compile(r"^([A-Z]+)(\d+)$")
 _T, _LEX, _N = 0, 1, 2  # item kinds: word, word class, nonterminal
@@ -39,7 +39,7 @@ class LengthRejected(Exception):
     """A draw that cannot end inside the length window (internal to rejection sampling)."""
 
 
-class _Uniforms:
+class BlockUniforms:
     """Uniform(0, 1) numbers from a numpy Generator, drawn in blocks (one Python call per draw is slow)."""
 
     def __init__(self, rng, block=4096):

