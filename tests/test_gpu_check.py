@@ -22,13 +22,19 @@ TOOLS = ROOT / "tools"
 
 
 def _load(name):
+    """``tools/NAME.py`` as a module, with ``tools/`` importable while it loads (as when it runs as a script)."""
     spec = importlib.util.spec_from_file_location(f"_tools_{name}", TOOLS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(TOOLS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(TOOLS))
     return module
 
 
 gpu_check = _load("gpu_check")
+report = _load("gpu_check_report")
 
 
 def _env(**extra):
@@ -231,7 +237,7 @@ def test_compile_time_tool_lists_every_kernel_signature():
 def test_skipped_scan_rows_are_listed_not_tabulated():
     problems = []
     row = {"device": "cuda", "backend": "cuda", "dtype": "float32", "a": "BTC", "T": 4, "B": 1, "C": 2}
-    keys = [c[1] for c in gpu_check._scan_columns()]
+    keys = [c[1] for c in report._scan_columns()]
     full = dict(row, **{k: 1.0 for key in keys for k in (key if isinstance(key, tuple) else (key,)) if k not in row})
     skipped = dict(row, T=8, skipped="needs about 9 GB, 1 GB available")
     text = gpu_check.bench_markdown("scan", {"rows": [full, skipped]}, problems)
