@@ -8,8 +8,9 @@ is read from the pages, so a deck stays true when a page changes:
 
 - a **title slide**: the chapter's title and its lessons, with the weeks of the term plans
   (:data:`rnnlab.course.plan.PLANS`) that teach them;
-- per week of the 10-week plan, a **week slide**: the pages to read before the lecture and the
-  lecture's key ideas, as :func:`rnnlab.course.plan.render` chooses them;
+- per week of the 10-week plan that has several pages, a **week slide**: the pages to read before
+  the lecture and the lecture's key ideas, as :func:`rnnlab.course.plan.render` chooses them (a
+  week of one page is its lesson, whose first slide names the week);
 - per lesson (a lesson page of ``_toc.yml``, :func:`rnnlab.course.plan.lessons`):
   its **ideas**, the bullets of its *Summary* (:func:`rnnlab.course.plan.read_page`); one
   slide per **schematic** (its ``{figure}`` directives, with the caption); its **key
