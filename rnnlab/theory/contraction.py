@@ -32,58 +32,9 @@ the exact check over the slope box (page 1); :mod:`.theorems` Theorems 1-6
 counterexamples on both, this module on all three, and none of them imports
 this one. :mod:`rnnlab.theory` exports the same names.
 """
-from .certificate import (
-    Certificate,
-    certify_continuous,
-    certify_discrete,
-    contraction_rate_continuous,
-    contraction_rate_discrete,
-    jacobian,
-    metric_jacobian_sym,
-    rate_in_metric,
-    slope_vertices,
-    sym,
-)
-from .counterexamples import (
-    find_common_metric,
-    theorem1_counterexample,
-    theorem7_conditions,
-    theorem7_counterexample,
-    theorem7_critical_c,
-    theorem7_critical_eps,
-    theorem7_margin_grid,
-)
-from .theorems import (
-    certify_theorem1,
-    certify_theorem2,
-    certify_theorem3,
-    certify_theorem4,
-    certify_theorem5,
-    certify_theorem6,
-)
+from . import certificate, counterexamples, theorems
+from .certificate import *  # noqa: F403  (the names of each module's __all__)
+from .counterexamples import *  # noqa: F403
+from .theorems import *  # noqa: F403
 
-__all__ = [
-    "Certificate",
-    "sym",
-    "jacobian",
-    "metric_jacobian_sym",
-    "slope_vertices",
-    "contraction_rate_continuous",
-    "contraction_rate_discrete",
-    "certify_continuous",
-    "certify_discrete",
-    "rate_in_metric",
-    "certify_theorem1",
-    "theorem1_counterexample",
-    "certify_theorem2",
-    "certify_theorem3",
-    "certify_theorem4",
-    "certify_theorem5",
-    "certify_theorem6",
-    "find_common_metric",
-    "theorem7_counterexample",
-    "theorem7_critical_c",
-    "theorem7_critical_eps",
-    "theorem7_conditions",
-    "theorem7_margin_grid",
-]
+__all__ = [*certificate.__all__, *theorems.__all__, *counterexamples.__all__]
