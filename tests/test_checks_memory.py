@@ -5,8 +5,9 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls",
-          "ex-mem-pop-grad", "ex-mem-queue-backward", "ex-mem-fine-accuracy", "ex-mem-lifetime"]
+LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls", "ex-mem-deque-pops",
+          "ex-mem-fractional", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-push-reach",
+          "ex-mem-fine-accuracy", "ex-mem-lifetime"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -26,31 +27,106 @@ def _above(s):
     return torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0]) - s
 
 
+def _window(reach, s, depth):
+    return reach.clamp(depth, depth + 1) - (reach - s).clamp(depth, depth + 1)
+
+
 def test_read_weights_from_the_bottom_fail():
-    def from_bottom(s):                      # the queue's rule given for the stack
-        before = torch.cumsum(s, 0) - s
-        return torch.minimum(s, torch.clamp(1 - before, min=0))
-    _fails("ex-mem-read-weights", from_bottom, "case 1 of 6")
+    def from_bottom(s, depth):               # the stretches laid out from the bottom: the queue's read
+        return _window(torch.cumsum(s, 0), s, depth)
+    _fails("ex-mem-read-weights", from_bottom, "case 1 of 7")
 
 
-def test_read_weights_counting_the_row_itself_fail():
-    def inclusive(s):                        # sum over j >= i instead of j > i
-        return torch.minimum(s, torch.clamp(1 - _above(s) - s, min=0))
-    _fails("ex-mem-read-weights", inclusive, "case 1 of 6")
+def test_read_weights_ignoring_the_depth_fail():
+    def eq3(s, depth):                       # the page's read, whatever the depth
+        return torch.minimum(s, torch.clamp(1 - _above(s), min=0))
+    _fails("ex-mem-read-weights", eq3, "case 2 of 7")
 
 
-def test_read_weights_as_an_overlap_pass():
-    def overlap(s):                          # the exercise's form: min(1, A + s) - min(1, A)
-        reach = torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0])
-        return reach.clamp(max=1) - (reach - s).clamp(max=1)
-    assert evaluate("ex-mem-read-weights", overlap).status == "passed"
+def test_read_weights_skipping_whole_rows_fail():
+    def skip_rows(s, depth):                 # depth counted in rows, not in strength
+        k = int(depth)
+        w = torch.zeros_like(s)
+        n = len(s) - k
+        if n > 0:
+            w[:n] = torch.minimum(s[:n], torch.clamp(1 - _above(s[:n]), min=0))
+        return w
+    _fails("ex-mem-read-weights", skip_rows, "case 3 of 7")
 
 
-def test_read_weights_overlap_from_the_bottom_fail():
-    def from_bottom(s):                      # the stretches laid out from the bottom: the queue's read
-        reach = torch.cumsum(s, 0)
-        return reach.clamp(max=1) - (reach - s).clamp(max=1)
-    _fails("ex-mem-read-weights", from_bottom, "case 1 of 6")
+def test_read_weights_as_a_window_pass():
+    def window(s, depth):                    # the exercise's form, from the top
+        return _window(torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0]), s, depth)
+    assert evaluate("ex-mem-read-weights", window).status == "passed"
+
+
+def test_deque_pops_in_the_other_order_pass():
+    def bottom_first(s, u_top, u_bot):       # the two pops commute: bottom first gives the same
+        below = torch.cumsum(s, 0) - s
+        s = torch.relu(s - torch.relu(u_bot - below))
+        return torch.relu(s - torch.relu(u_top - _above(s)))
+    assert evaluate("ex-mem-deque-pops", bottom_first).status == "passed"
+
+
+def test_deque_pops_as_one_overlap_pass():
+    def overlap(s, u_top, u_bot):            # row i keeps its stretch minus what each end removes
+        below = torch.cumsum(s, 0) - s
+        return torch.relu(s - torch.relu(u_top - _above(s)) - torch.relu(u_bot - below))
+    assert evaluate("ex-mem-deque-pops", overlap).status == "passed"
+
+
+def test_deque_pops_both_from_the_top_fail():
+    def both_top(s, u_top, u_bot):           # the bottom pop given the stack's rule
+        return torch.relu(s - torch.relu(u_top + u_bot - _above(s)))
+    _fails("ex-mem-deque-pops", both_top, "case 1 of 5")
+
+
+def test_deque_pops_top_only_fail():
+    def top_only(s, u_top, u_bot):
+        return torch.relu(s - torch.relu(u_top - _above(s)))
+    _fails("ex-mem-deque-pops", top_only, "case 1 of 5")
+
+
+def test_fractional_in_three_steps_fails():
+    _fails("ex-mem-fractional", lambda: ("ABA", [0.9, 0.9, 0.1], [0.1, 0.5, 0.9], (1, 2, 3)), "step 1")
+
+
+def test_fractional_with_a_whole_push_fails():
+    _fails("ex-mem-fractional", lambda: ("ABA", [1.0, 1.0, 0.5], [0.0, 0.0, 1.0], (1, 2, 3)),
+           "strictly between 0 and 1")
+
+
+def test_fractional_longer_than_needed_fails():
+    def seven():                              # the six-step schedule with a harmless first step
+        return ("BAABBAA", [0.5, 0.6, 0.6, 0.6, 0.6, 0.1, 0.5],
+                [0.5, 0.9, 0.1, 0.1, 0.1, 0.9, 0.35], (3, 5, 7))
+    _fails("ex-mem-fractional", seven, "fewer steps")
+
+
+def test_fractional_another_six_step_schedule_passes():
+    def other():                             # B's 0.85 cleared by pops of 0.9 and 0.5, A pushed at 0.2 between
+        return ("AABBAA", [0.5, 0.6, 0.6, 0.6, 0.2, 0.6], [0.3, 0.05, 0.05, 0.05, 0.9, 0.5], (2, 4, 6))
+    assert evaluate("ex-mem-fractional", other).status == "passed", evaluate("ex-mem-fractional", other).message
+
+
+def test_read_grad_without_the_cut_row_fails():
+    _fails("ex-mem-read-grad", lambda: [0.0, -2.0, 0.5, 3.0], "not the gradient")
+
+
+def test_read_grad_with_the_weights_fails():
+    _fails("ex-mem-read-grad", lambda: [0.0, 0.3, 0.3, 0.4], "not the gradient")
+
+
+def test_push_reach_counting_the_own_step_fails():
+    def plus_one(d, u):                      # counts the read of the push's own step too
+        return (int((1 - d) / (d - u)) if u < d else 0) + 1
+    _fails("ex-mem-push-reach", plus_one, "case 1 of 6")
+
+
+def test_push_reach_rounding_fails():
+    def rounded(d, u):                       # rounds (1 - d) / (d - u) instead of its floor
+        return round((1 - d) / (d - u)) if u < d else 0
+    _fails("ex-mem-push-reach", rounded, "case 3 of 6")
 
 
 def test_reversal_pushing_during_the_output_fails():
@@ -82,16 +158,6 @@ def test_reversal_popping_at_the_first_output_step_fails():
 
 def test_reversal_with_wrong_lengths_fails():
     _fails("ex-mem-reversal-controls", lambda n: ([1.0] * n, [0.0] * n), "2n")
-
-
-def test_pop_gradients_forgetting_the_rows_above_fail():
-    def own_only(s_prev, u, g):              # eq. 16 as printed: no gradient through the partly popped row's sum
-        x = u - _above(s_prev)
-        y = s_prev - torch.clamp(x, min=0)
-        gy = torch.where(y > 0, g, torch.zeros_like(g))
-        c = torch.where(x > 0, gy, torch.zeros_like(g))
-        return gy, float(-c.sum())
-    _fails("ex-mem-pop-grad", own_only, "case 1 of 4")
 
 
 def test_fine_accuracy_without_the_end_symbol_fails():

@@ -254,13 +254,27 @@ def _segmented(x, starts):
     return np.array(out)
 
 
-def _stack_reads(s):
-    """Read from the top (last row) until the strengths read add up to 1."""
-    w, above = [0.0] * len(s), 0.0
+def _stack_reads(s, depth=0.0):
+    """Walk down from the top (last row): skip a strength of ``depth``, then read until the
+    strengths read add up to 1."""
+    w, skip, left = [0.0] * len(s), depth, 1.0
     for i in reversed(range(len(s))):
-        w[i] = min(s[i], max(0.0, 1.0 - above))
-        above += s[i]
+        passed = min(s[i], skip)                 # the part of the row inside the skipped strength
+        skip -= passed
+        w[i] = min(s[i] - passed, left)
+        left -= w[i]
     return np.array(w)
+
+
+def _deque_pops(s, u_top, u_bot):
+    """The two pops in the other order, row by row: the bottom pop first, then the top pop."""
+    s = [float(x) for x in s]
+    for rows, u in ((range(len(s)), u_bot), (range(len(s) - 1, -1, -1), u_top)):
+        for i in rows:                           # from the end that pops
+            taken = min(s[i], u)
+            s[i] -= taken
+            u -= taken
+    return np.array(s)
 
 
 def _pop_grads(s_prev, u, g, queue):
@@ -510,13 +524,24 @@ INDEPENDENT = {
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-lstm-step": _lstm_cell_step,
     "ex-lr-log-norms": _log_norms,
-    "ex-mem-read-weights": lambda s: _stack_reads(np.asarray(_t(s), dtype=float)),
+    "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,
     # read .4 + .6; t3: pop .9 (v1's .4, then .5 of v2), push .4 of v3, read .2 of v2 + .4 of v3
     "ex-mem-queue-by-hand": lambda: np.array([[0.6, 0, 0], [0.4, 0.6, 0], [0, 0.2, 0.4]]),
     # push n rows whole (d = 1, u = 0), then push nothing, read the top, pop one row per step
     "ex-mem-reversal-controls": lambda n: ([1.0] * n + [0.0] * n, [0.0] * (n + 1) + [1.0] * (n - 1)),
-    "ex-mem-pop-grad": lambda s, u, g: _pop_grads(_t(s), u, _t(g), queue=False),
+    "ex-mem-deque-pops": lambda s, u_top, u_bot: _deque_pops(_t(s), u_top, u_bot),
+    # six steps at least: every exact read needs two steps after the one before (the proof of the
+    # solution); pushes A .5, A .6 (read A), B .6, B .6 (read B), pop .9 and push A .2, pop .5 and
+    # push A .6 (read A)
+    "ex-mem-fractional": lambda: ("AABBAA", [0.5, 0.6, 0.6, 0.6, 0.2, 0.6], [0.3, 0.05, 0.05, 0.05, 0.9, 0.5],
+                                  (2, 4, 6)),
+    # from the top: .4 and .3 read whole, row 2 (A = .7) runs out with .3, row 1 not read; the whole
+    # rows keep their gamma and pay -gamma_2 = 2 each; rows 1 and 2 get nothing
+    "ex-mem-read-grad": lambda: np.array([0.0, 0.0, 0.5 + 2.0, 3.0 + 2.0]),
+    # the top row holds d, every row below d - u: a push is read whole j steps later while
+    # d + j (d - u) <= 1; a pop of at least d empties it at once
+    "ex-mem-push-reach": lambda d, u: math.floor((1 - d) / (d - u)) if u < d else 0,
     "ex-mem-queue-backward": lambda s, u, g: _pop_grads(_t(s), u, _t(g), queue=True),
     "ex-mem-fine-accuracy": _fine,
     "ex-ctr-linear": lambda W: _vertex_rate(np.asarray(W, dtype=float)),

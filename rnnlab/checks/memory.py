@@ -3,7 +3,8 @@
 Each reference computes its answer with the package: the pieces of eq. 1-11
 in :mod:`rnnlab.kernels.memory_torch` (pop and read with the stack's
 ``"top"`` or the queue's ``"front"`` rule), :func:`rnnlab.neural_memory`,
-and autograd through the reference for the backward exercise. Strengths and
+and autograd through the reference for the backward exercises (or, for the
+push's reach, through the whole stack). Strengths and
 values are given bottom (oldest) first, as the package stores them. Heavy
 imports stay inside the functions.
 """
@@ -21,29 +22,34 @@ def _t(values):
 
 # ----------------------------------------------------------------- 01: reads and pops
 
-def _read_weights_reference(s):
-    from rnnlab.kernels import memory_torch
+def _read_weights_reference(s, depth):
+    """The weights of a read that skips strength ``depth`` from the top and then takes a total of 1:
+    row i's share of the window [depth, depth + 1] (eq. 3's weights at depth 0)."""
+    import torch
 
-    return memory_torch._read_weights(s[None], "top")[0]
+    reach = torch.flip(torch.cumsum(torch.flip(s, [0]), 0), [0])          # A_i + s_i, from the top
+    return reach.clamp(depth, depth + 1) - (reach - s).clamp(depth, depth + 1)
 
 
 def _read_weights_cases():
     return [
-        Case((_t([1.0, 1.0, 1.0]),), show="s = (1, 1, 1): three whole rows"),
-        Case((_t([0.3, 0.5, 0.4]),), show="s = (0.3, 0.5, 0.4): the read runs out in the middle row"),
-        Case((_t([0.2, 0.1, 0.3]),), show="s = (0.2, 0.1, 0.3): less than 1 in all"),
-        Case((_t([0.0, 0.7, 0.0, 0.6]),), show="s = (0, 0.7, 0, 0.6): empty rows"),
-        Case((_t([0.5]),), show="s = (0.5,): one row"),
-        Case((_t([0.25, 0.25, 0.5, 0.5]),), show="s = (0.25, 0.25, 0.5, 0.5): exactly 1 above row 2"),
+        Case((_t([0.3, 0.5, 0.4]), 0.0), show="s = (0.3, 0.5, 0.4), depth 0: eq. 3's read"),
+        Case((_t([1.0, 1.0, 1.0]), 1.0), show="s = (1, 1, 1), depth 1: the row under the top"),
+        Case((_t([0.3, 0.5, 0.4]), 0.5), show="s = (0.3, 0.5, 0.4), depth 0.5"),
+        Case((_t([0.2, 0.1, 0.3]), 0.2), show="s = (0.2, 0.1, 0.3), depth 0.2: less than 1 below it"),
+        Case((_t([0.0, 0.7, 0.0, 0.6]), 0.4), show="s = (0, 0.7, 0, 0.6), depth 0.4: empty rows"),
+        Case((_t([0.5, 0.5]), 2.0), show="s = (0.5, 0.5), depth 2: deeper than the stack"),
+        Case((_t([0.25, 0.25, 0.5, 0.5]), 1.0), show="s = (0.25, 0.25, 0.5, 0.5), depth 1: exactly 1 above row 2"),
     ]
 
 
 exercise(
-    "ex-mem-read-weights", notebook=NB1, name="stack_read_weights", signature="stack_read_weights(s)",
+    "ex-mem-read-weights", notebook=NB1, name="stack_read_weights", signature="stack_read_weights(s, depth)",
     answers=("rnnlab.kernels.memory_torch:_read_weights",),
     reference=_read_weights_reference, cases=_read_weights_cases, difficulty=2,
-    hint="Row i covers [A_i, A_i + s_i] counted from the top (the last entry), A_i being the strength "
-         "above it: its weight is min(1, A_i + s_i) - min(1, A_i).")
+    hint="Lay the strengths end to end from the top (the last entry): row i covers [A_i, A_i + s_i], A_i "
+         "being the strength above it. Its weight is the length of that stretch inside the window "
+         "[depth, depth + 1].")
 
 
 def _queue_by_hand_reference():
@@ -136,35 +142,137 @@ exercise(
          "remove exactly one row before it reads.",))
 
 
-# ----------------------------------------------------------------- 02: the backward dynamics
-
-def _pop_grad_reference(s_prev, u, g):
+def _deque_pops_reference(s, u_top, u_bot):
+    """The deque's two pops (eq. 7, then eq. 8 on what the first left), strengths bottom first."""
     import torch
 
     from rnnlab.kernels import memory_torch
 
-    s_prev = s_prev.clone().requires_grad_()
-    u_t = torch.tensor([u], dtype=s_prev.dtype, requires_grad=True)
-    s = memory_torch._pop(s_prev[None], u_t, "top")[0]
-    grad_s, grad_u = torch.autograd.grad(s, (s_prev, u_t), g)
-    return grad_s, float(grad_u[0])
+    pop = memory_torch._pop
+    top = pop(s[None], torch.tensor([u_top], dtype=s.dtype), "top")
+    return pop(top, torch.tensor([u_bot], dtype=s.dtype), "front")[0]
 
 
-def _pop_grad_cases():
+def _deque_pops_cases():
     return [
-        Case((_t([0.3, 0.5, 0.4]), 0.6, _t([1.0, 2.0, 3.0])), show="s' = (0.3, 0.5, 0.4), u = 0.6"),
-        Case((_t([0.3, 0.5, 0.4]), 0.2, _t([1.0, -1.0, 0.5])), show="u = 0.2: only the top row pops"),
-        Case((_t([0.2, 0.1, 0.3]), 0.9, _t([1.0, 1.0, 1.0])), show="u = 0.9: everything is popped"),
-        Case((_t([0.8, 0.3, 0.0, 0.2]), 0.45, _t([0.5, -2.0, 1.0, 4.0])), show="an empty row in the way"),
+        Case((_t([0.6, 0.7, 0.5]), 0.1, 0.3), show="s = (0.6, 0.7, 0.5), u_top = 0.1, u_bot = 0.3"),
+        Case((_t([0.3, 0.8, 0.5]), 0.9, 0.5), show="u_top = 0.9, u_bot = 0.5: both reach the middle row"),
+        Case((_t([0.3, 0.2, 0.1]), 0.5, 0.4), show="u_top + u_bot above the total: everything goes"),
+        Case((_t([0.0, 0.4, 0.0, 0.9, 0.2]), 0.25, 0.1), show="empty rows at both ends"),
+        Case((_t([0.5]), 0.2, 0.2), show="one row, popped from both ends"),
     ]
 
 
 exercise(
-    "ex-mem-pop-grad", notebook=NB2, name="pop_gradients", signature="pop_gradients(s_prev, u, g)",
+    "ex-mem-deque-pops", notebook=NB1, name="deque_pops", signature="deque_pops(s, u_top, u_bot)",
     answers=("rnnlab.kernels.memory_torch:_pop",),
-    reference=_pop_grad_reference, cases=_pop_grad_cases, difficulty=2,
-    hint="Only rows that keep some strength pass gradient back; of those, the rows that are partly "
-         "popped also send it to u (with a minus sign) and to every row above them (eq. 16-17).")
+    reference=_deque_pops_reference, cases=_deque_pops_cases, difficulty=2,
+    hint="Lay the strengths end to end from the bottom, on [0, S] with S their total: the top pop removes "
+         "the stretch [S - u_top, S], the bottom pop [0, u_bot]. What is left of row i is the part of its "
+         "stretch inside what remains.")
+
+
+FRACTIONAL_SCHEDULE = ("AABBAA", [0.6, 0.6, 0.6, 0.6, 0.1, 0.5], [0.5, 0.1, 0.1, 0.1, 0.9, 0.35], (2, 4, 6))
+"""A schedule of ex-mem-fractional: the values pushed, d, u, and the steps (from 1) that read A, B, A."""
+
+
+def _fractional_reference():
+    values, d, u, steps = FRACTIONAL_SCHEDULE
+    return values, list(d), list(u), steps
+
+
+def _fractional_reads(values, d, u):
+    import torch
+
+    from rnnlab import neural_memory
+
+    eye = torch.eye(2, dtype=torch.float64)
+    v = torch.stack([eye["AB".index(c)] for c in values])[None]
+    r, _ = neural_memory("stack", v, torch.tensor([d], dtype=torch.float64),
+                         torch.tensor([u], dtype=torch.float64), backend="torch")
+    return r[0]
+
+
+def _fractional_compare(got, expected):
+    if not isinstance(got, (tuple, list)) or len(got) != 4:
+        return "expected four things: (values, d, u, steps)"
+    values, d, u, steps = got
+    if not isinstance(values, str) or not values or set(values) - {"A", "B"}:
+        return "values must be a string of the letters A and B, one per step"
+    try:
+        d, u = [float(x) for x in d], [float(x) for x in u]
+        steps = [int(x) for x in steps]
+    except (TypeError, ValueError):
+        return "d and u must be lists of numbers, steps three step numbers"
+    T = len(values)
+    if len(d) != T or len(u) != T:
+        return f"values, d and u must have one entry per step: lengths {T}, {len(d)}, {len(u)}"
+    if not all(0 < x < 1 for x in d + u):
+        return "every push and pop strength must lie strictly between 0 and 1"
+    if len(steps) != 3 or not 1 <= steps[0] < steps[1] < steps[2] <= T:
+        return f"steps must be three increasing step numbers between 1 and {T}"
+    reads = _fractional_reads(values, d, u)
+    want = {"A": (1.0, 0.0), "B": (0.0, 1.0)}
+    for t, name in zip(steps, "ABA"):
+        a, b = (float(x) for x in reads[t - 1])
+        if abs(a - want[name][0]) > 1e-9 or abs(b - want[name][1]) > 1e-9:
+            return f"the read at step {t} is {a:.3f} A + {b:.3f} B, not exactly {name}"
+    if T > len(expected[1]):
+        return f"these {T} steps work, but fewer steps are enough"
+    return None
+
+
+exercise(
+    "ex-mem-fractional", notebook=NB1, name="fractional_schedule", signature="fractional_schedule()",
+    fixed=True, reference=_fractional_reference,
+    cases=lambda: [Case((), show="your schedule")], compare=_fractional_compare, difficulty=3,
+    hint="an exact read needs a total strength of at least 1 of one value on top, with nothing else "
+         "above it; count how many steps each of the three exact reads needs after the one before.",
+    hints=("Every step pushes something and pops less than 1: after an exact read of A, the A strength "
+           "on top is at least 1, so one step cannot clear it.",))
+
+
+# ----------------------------------------------------------------- 02: the backward dynamics
+
+READ_GRAD_S = (0.2, 0.6, 0.3, 0.4)
+"""The strengths (bottom first) of ex-mem-read-grad."""
+READ_GRAD_GAMMA = (1.0, -2.0, 0.5, 3.0)
+"""gamma_i = <dL/dr, V[i]> of ex-mem-read-grad."""
+
+
+def _read_grad_reference():
+    """Autograd through the stack's read weights: L = sum_i gamma_i w_i."""
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    s = _t(list(READ_GRAD_S)).requires_grad_()
+    w = memory_torch._read_weights(s[None], "top")[0]
+    (grad,) = torch.autograd.grad((w * _t(list(READ_GRAD_GAMMA))).sum(), s)
+    return grad
+
+
+def _read_grad_compare(got, expected):
+    import torch
+
+    try:
+        got = torch.as_tensor(got, dtype=torch.float64).reshape(-1)
+    except (TypeError, ValueError):
+        return "expected four numbers"
+    if got.shape != (4,):
+        return f"expected four numbers, one per row, got {got.numel()}"
+    return close(got, expected, rtol=0.0, atol=1e-6) and (
+        f"not the gradient: you gave {[round(float(x), 3) for x in got]} (bottom row first)")
+
+
+exercise(
+    "ex-mem-read-grad", notebook=NB2, name="read_gradients_by_hand", signature="read_gradients_by_hand()",
+    fixed=True, reference=_read_grad_reference,
+    cases=lambda: [Case((), show="s = (0.2, 0.6, 0.3, 0.4), gamma = (1, -2, 0.5, 3)")],
+    compare=_read_grad_compare, difficulty=1,
+    hint="first find, from the top down, the rows read whole and the row where the read runs out.",
+    hints=("A row read whole passes its own gamma to its strength; the row where the read runs out "
+           "passes minus its gamma to every row above it, and nothing to itself.",))
 
 
 def _queue_pop_grad_reference(s_prev, u, g):
@@ -196,6 +304,53 @@ exercise(
     reference=_queue_pop_grad_reference, cases=_queue_pop_grad_cases, difficulty=2,
     hint="The queue pops from the front: a row's pop depends on the rows in front of it (below it), so "
          "a partly popped row sends its gradient to those rows, not to the rows behind it.")
+
+
+def _push_reach_reference(d, u, T=24, t0=1):
+    """How many later reads depend on a push, measured: autograd through the stack with every
+    push d and every pop u, counting the steps t > t0 whose read has a nonzero derivative in d_t0."""
+    import torch
+
+    from rnnlab import neural_memory
+
+    gen = torch.Generator().manual_seed(0)
+    v = torch.randn(1, T, 3, generator=gen, dtype=torch.float64)
+    uu = torch.full((1, T), float(u), dtype=torch.float64)
+
+    def reads(dd):
+        return neural_memory("stack", v, dd, uu, backend="torch")[0][0]
+
+    J = torch.autograd.functional.jacobian(reads, torch.full((1, T), float(d), dtype=torch.float64))
+    size = J[:, :, 0, t0].abs().sum(1)                      # |dr_t / dd_t0| for every step t
+    return int((size[t0 + 1:] > 1e-12).sum())
+
+
+def _push_reach_cases():
+    return [
+        Case((0.5, 0.27), show="d = 0.5, u = 0.27"),
+        Case((0.5, 0.62), show="d = 0.5, u = 0.62"),
+        Case((0.3, 0.1), show="d = 0.3, u = 0.1"),
+        Case((0.6, 0.55), show="d = 0.6, u = 0.55"),
+        Case((0.9, 0.05), show="d = 0.9, u = 0.05"),
+        Case((0.5, 0.5), show="d = u = 0.5"),
+    ]
+
+
+def _push_reach_compare(got, expected):
+    try:
+        ok = int(got) == got
+    except (TypeError, ValueError, OverflowError):
+        return "expected a whole number of steps"
+    if not ok:
+        return "expected a whole number of steps"
+    return None if int(got) == expected else f"got {int(got)} later steps"
+
+
+exercise(
+    "ex-mem-push-reach", notebook=NB2, name="push_reach", signature="push_reach(d, u)",
+    reference=_push_reach_reference, cases=_push_reach_cases, compare=_push_reach_compare, difficulty=3,
+    hint="with constant controls the stack settles after one step: the top row holds d and every row "
+         "below it d - u. A push is felt by a later read while its row is read whole.")
 
 
 # ----------------------------------------------------------------- 03: transduction
@@ -290,7 +445,7 @@ def _strengths(rng, n):
 
 @hidden("ex-mem-read-weights")
 def _read_weights_hidden(rng):
-    return [Case((_strengths(rng, n),)) for n in (3, 5, 6)]
+    return [Case((_strengths(rng, n), round(float(rng.uniform(0.0, 1.5)), 2))) for n in (3, 5, 6)]
 
 
 @hidden("ex-mem-reversal-controls")
@@ -298,10 +453,22 @@ def _reversal_hidden(rng):
     return [Case((int(n),)) for n in rng.choice([4, 6, 7, 8], size=2, replace=False)]
 
 
-@hidden("ex-mem-pop-grad")
-def _pop_grad_hidden(rng):
-    return [Case((_t(rng.uniform(0.05, 1.0, n).tolist()), float(rng.uniform(0.05, 1.2)),
-                  _t(rng.normal(size=n).tolist()))) for n in (3, 5)]
+@hidden("ex-mem-deque-pops")
+def _deque_pops_hidden(rng):
+    return [Case((_strengths(rng, n), float(rng.uniform(0.0, 1.2)), float(rng.uniform(0.0, 1.2))))
+            for n in (3, 5, 6)]
+
+
+@hidden("ex-mem-push-reach")
+def _push_reach_hidden(rng):
+    cases = []
+    while len(cases) < 3:
+        d = round(float(rng.uniform(0.2, 0.9)), 2)
+        u = round(float(rng.uniform(0.0, d + 0.1)), 2)
+        ratio = (1 - d) / (d - u) if u < d else 0.0
+        if 0 < u and ratio < 15 and abs(ratio - round(ratio)) > 0.05:
+            cases.append(Case((d, u)))
+    return cases
 
 
 @hidden("ex-mem-queue-backward")

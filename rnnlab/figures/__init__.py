@@ -58,6 +58,7 @@ FIGURES = {
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
     "memory_controller": (memory.controller, "book/memory/figures/controller.svg"),
     "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
+    "memory_read_backward": (memory.read_backward, "book/memory/figures/read_backward.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

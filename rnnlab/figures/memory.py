@@ -8,7 +8,9 @@ top and :data:`DEQUE_D_BOTTOM`, :data:`DEQUE_U_BOTTOM` at the bottom (the
 notebook runs the same controls through ``rnnlab.neural_memory`` and checks
 that they give these numbers). ``controller`` draws one step of a
 Stack-LSTM (``rnnlab.models.MemoryLSTM._step``); ``pop_backward`` the running
-sums of the pop's backward pass on the example of ``02_backward_dynamics``.
+sums of the pop's backward pass on the example of ``02_backward_dynamics``, and
+``read_backward`` those of the read that follows it (the same rows after a push of
+:data:`READ_D`, under the gradients :data:`READ_GAMMA`).
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from .scans import _arrow, _box, _canvas  # the drawing helpers the chapters sha
 
 __all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWARD_S", "BACKWARD_U",
            "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",
-           "example_steps", "example_deque"]
+           "READ_D", "READ_GAMMA", "read_backward", "backward_read_example", "example_steps",
+           "example_deque"]
 
 EXAMPLE_D = (0.8, 0.5, 0.9)
 """The push strengths d_1, d_2, d_3 of the worked example of book/memory/01_stack_queue_deque."""
@@ -35,6 +38,11 @@ BACKWARD_U = 0.6
 """The pop strength of the backward example."""
 BACKWARD_G = (1.0, -0.5, 2.0)
 """The gradient dL/ds reaching the strengths after the pop, in the backward example."""
+READ_D = 0.6
+"""The push after the pop of the backward example, before the read of ``read_backward``."""
+READ_GAMMA = (2.0, -1.0, 0.5, 1.0)
+"""gamma_i = <dL/dr, V[i]> of the read example, bottom row first: what a unit of weight on row i is
+worth to the loss."""
 
 _INK = "#333333"
 _BLUE, _BLUE_FILL = "#1f4e79", "#9cc3e6"
@@ -229,7 +237,7 @@ def controller():
     for text, hy in heads:
         _box(ax, 6.3, hy, 2.45, 0.5, text, fontsize=8, ec=_BLUE, fc="white")
         _arrow(ax, (4.6, y), (5.07, hy), rad=0.0)
-    ax.text(4.85, 2.55, "o′ₜ", fontsize=8.5, color=_BLUE, ha="center")
+    ax.text(4.85, 2.55, r"$o'_t$", fontsize=8.5, color=_BLUE, ha="center")   # mathtext: drawn as paths
     _box(ax, 9.2, 3.05, 2.3, 1.6, "memory (stack)\n1. pop uₜ\n2. push vₜ with dₜ\n3. read rₜ\n"
          "values V, strengths s", ec=_ORANGE, fc="#fdf1e4", fontsize=8.3)
     for hy in (3.8, 3.05, 2.3):
@@ -298,5 +306,71 @@ def pop_backward():
     ax.text(0.1, -0.45, f"forward: pop u = {_num(BACKWARD_U)} from the top; the sum a of the rows above runs "
             "down from the top (blue arrow)", fontsize=8, color=_BLUE)
     ax.text(0.1, -0.85, f"backward: the indicators select the gradient; the sum b of c runs up from the bottom (orange arrow);  ∂L/∂u = −Σ cᵢ = {_num(e['grad_u'])}",
+            fontsize=8, color=_ORANGE)
+    return fig
+
+
+def backward_read_example():
+    """The read's forward and backward quantities of the example, bottom row first: the
+    strengths ``s`` after the pop of :func:`backward_example` and a push of :data:`READ_D`;
+    ``ahead`` (the strength above each row), ``room = 1 - ahead``, the weights ``w``, the
+    cases ``whole`` and ``cut`` (the row where the read runs out), ``gamma``, ``gw`` (gamma
+    where read whole), ``gc`` (gamma where cut), ``behind`` (the running sum of ``gc`` over
+    the rows below) and ``grad_s = gw - behind``, as ``memory_torch._read_backward`` does."""
+    s = np.array(backward_example()["s"] + [READ_D])
+    gamma = np.array(READ_GAMMA)
+    ahead = np.cumsum(s[::-1])[::-1] - s
+    room = 1 - ahead
+    cap = np.maximum(room, 0)
+    w = np.minimum(s, cap)
+    whole = s <= cap
+    cut = ~whole & (room > 0)
+    gw = np.where(whole, gamma, 0.0)
+    gc = np.where(cut, gamma, 0.0)
+    behind = np.cumsum(gc) - gc
+    return dict(s=s.tolist(), ahead=ahead.tolist(), room=room.tolist(), w=w.tolist(),
+                whole=whole.tolist(), cut=cut.tolist(), gamma=gamma.tolist(), gw=gw.tolist(),
+                gc=gc.tolist(), behind=behind.tolist(), grad_s=(gw - behind).tolist())
+
+
+def read_backward():
+    """The backward pass of one stack read as a running sum: forward, the strength above
+    each row (a running sum from the top) and the weights; backward, a row read whole passes
+    its gamma to its own strength, and the row where the read runs out passes minus its gamma
+    to every row above it (a running sum from the bottom)."""
+    e = backward_read_example()
+    n = len(e["s"])
+    case = ["read whole" if wh else ("runs out" if c else "not read") for wh, c in zip(e["whole"], e["cut"])]
+    cols = [(r"$s_i$", e["s"]), (r"$A_i = \sum_{j>i} s_j$", e["ahead"]),
+            (r"$w_i = \min(s_i, (1 - A_i)^+)$", e["w"]), ("", case),
+            (r"$\gamma_i = \langle \bar g_r, V_i\rangle$", e["gamma"]),
+            (r"$\gamma_i\,[\mathrm{whole}_i]$", e["gw"]), (r"$\gamma_i\,[\mathrm{runs\ out}_i]$", e["gc"]),
+            (r"$b_j = \sum_{i<j} \gamma_i[\mathrm{runs\ out}_i]$", e["behind"]),
+            (r"$\partial L/\partial s_j$", e["grad_s"])]
+    W = 1.32
+    fig, ax = _canvas(12, 3.9, (-0.9, len(cols) * W + 0.1), (-1.05, n * 0.6 + 0.95))
+    for k, (title, values) in enumerate(cols):
+        xc = k * W + W / 2
+        backward = k >= 4
+        color = _ORANGE if backward else _BLUE
+        ax.text(xc, n * 0.6 + 0.2, title, ha="center", va="bottom", fontsize=8, color=color)
+        for i, v in enumerate(values):
+            yc = i * 0.6 + 0.25
+            if isinstance(v, str):
+                ax.text(xc, yc, v, ha="center", va="center", fontsize=8, color=_INK, style="italic")
+                continue
+            fc = "#fdf1e4" if backward else "#e8f0f8"
+            if k in (5, 6) and abs(v) < 1e-12:
+                fc = _GREY_FILL
+            _box(ax, xc, yc, W * 0.7, 0.42, _num(v), fc=fc, ec=color, fontsize=8.5)
+    for i in range(n):
+        ax.text(-0.15, i * 0.6 + 0.25, f"row {i + 1}", ha="right", va="center", fontsize=8)
+    xa, xb = 2 * W - 0.08, 8 * W - 0.08
+    _arrow(ax, (xa, (n - 1) * 0.6 + 0.3), (xa, 0.2), color=_BLUE)
+    _arrow(ax, (xb, 0.2), (xb, (n - 1) * 0.6 + 0.3), color=_ORANGE)
+    ax.text(0.1, -0.45, f"forward: after the pop above and a push of {_num(READ_D)}, the read takes a total "
+            "of 1 from the top; A runs down from the top (blue arrow)", fontsize=8, color=_BLUE)
+    ax.text(0.1, -0.85, "backward: a row read whole passes γ to its own strength; the row where the read "
+            "runs out passes −γ to every row above it (orange arrow, up from the bottom)",
             fontsize=8, color=_ORANGE)
     return fig
