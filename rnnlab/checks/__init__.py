@@ -12,7 +12,8 @@ solution. The package, in the order a term uses it:
 * **checks**: :mod:`.core` (exercises, cases, the verdict, ``check``) and one
   module per chapter that declares its exercises, ``rnnlab/checks/<chapter>.py``
   (:mod:`.scans`, :mod:`.lds`, :mod:`.memory`, :mod:`.contraction`,
-  :mod:`.lowrank`, :mod:`.foundations`; see :func:`rnnlab.checks.core.exercise`);
+  :mod:`.lowrank`, :mod:`.foundations`, and :mod:`.projects` for the projects' milestone
+  functions; see :func:`rnnlab.checks.core.exercise`);
 * **the student edition**: :mod:`.student`, the exercise convention of the
   chapter notebooks (starter, solution, check and answer cells and their tags)
   and the student notebook with every solution removed, which
@@ -30,7 +31,7 @@ kernel. The student edition and the grading are imported when used.
 """
 from .core import (Case, CheckResult, Exercise, check, close, evaluate, exercise,  # noqa: F401
                    exercises, get, reset_results, results)
-from . import scans, lds, memory, contraction, lowrank, foundations  # noqa: F401,E402  (each registers its chapter's exercises)
+from . import scans, lds, memory, contraction, lowrank, foundations, projects  # noqa: F401,E402  (each registers its chapter's exercises)
 
 __all__ = ["check", "evaluate", "exercises", "get", "results", "reset_results",
            "Case", "CheckResult", "Exercise", "exercise", "close"]
