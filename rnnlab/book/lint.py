@@ -393,8 +393,10 @@ NOT_A_LESSON = re.compile(r"^(index|\d+_reproducing|\d+_speed|\d+_performance)$"
 
 def is_lesson(path):
     """True for a chapter's lesson page (``book/lds/01_modal_form.ipynb``), False for its index,
-    its Reproducing page and an optional performance page (TEACHING.md, "A chapter")."""
-    return not NOT_A_LESSON.match(pathlib.PurePath(str(path)).stem)
+    its Reproducing page, an optional performance page (TEACHING.md, "A chapter") and the pages of
+    the projects part (``book/projects/``: multi-week projects, not lessons of a term plan)."""
+    page = pathlib.PurePath(str(path))
+    return not (NOT_A_LESSON.match(page.stem) or "projects" in page.parts[:-1])
 
 
 def _split_prose(text, gated):
