@@ -25,6 +25,11 @@ other submissions); without bubblewrap the command refuses to run unless
 as a regular file only (no symlink, no FIFO, capped in size), and no process
 ID read from such a file is ever signalled.
 
+With ``--address``, each notebook's grading (:func:`grade_one`: its kernel, then
+the judge on each exported function, in the same sandboxes) runs as a task on a
+Ray cluster (:mod:`.cluster`); everything else stays in this process, which
+writes the same files.
+
 Linux only. ``main(args)`` is the command; :func:`add_arguments` its options.
 """
 from __future__ import annotations
@@ -40,7 +45,8 @@ import time
 from pathlib import Path
 
 from .folder import (RANK, answers, collect, feedback, identify, load, plan, safe_name,  # noqa: F401
-                     answers_table, table, weights, write_atomic, book_statements, clip, feedback_names, scrub)
+                     answers_table, table, weights, write_atomic, book_statements, clip, feedback_names, scrub,
+                     find_book)
 from . import sandbox
 from .judge import Judge, default_seed, load_cases_file
 from .kernel import account, isolation, numba_seed, run, strip_installs  # noqa: F401
@@ -112,6 +118,21 @@ def add_arguments(parser):
                         help="notebooks run at once (default: half the CPU cores)")
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="a module that declares more exercises (imported here before grading)")
+    parser.add_argument("--book", type=Path, metavar="DIR",
+                        help="the book's folder of chapter notebooks, for the exercises' stars (points) and "
+                             "statements (answers.csv) (default: book/ of the checkout rnnlab runs from, or of "
+                             "the current folder; without one, the stars declared in rnnlab.checks and the "
+                             "statements in the students' copies)")
+    parser.add_argument("--address", metavar="ADDR",
+                        help="grade on a Ray cluster: each notebook's grading is a Ray task, in the same "
+                             "sandbox (auto, HOST:PORT or ray://HOST:10001; 'local' starts a Ray on this "
+                             "machine). Every node needs bubblewrap and the same rnnlab; the files are "
+                             "written here. --jobs is then Ray's: as many notebooks at once as the CPUs allow")
+    parser.add_argument("--cpus-per-task", type=float, default=2, metavar="N",
+                        help="with --address: CPUs Ray reserves for each notebook (its kernel, then its "
+                             "functions one at a time; default: 2)")
+    parser.add_argument("--object-store-mb", type=int, default=200, metavar="MB",
+                        help="with --address local: the object store of the Ray started here (default: 200)")
     parser.add_argument("--unsafe", action="store_true",
                         help="grade without the sandbox (bubblewrap) where it is missing: notebooks then run "
                              "as you, can read your files and the other submissions, write anywhere you can "
@@ -143,11 +164,39 @@ def main(args):
     strange = sorted(set(extra) - {ex.label for ex in registry})
     if strange:
         return _error(f"--cases: no exercise {', '.join(strange)}")
+    try:
+        book = find_book(getattr(args, "book", None))
+    except ValueError as exc:
+        return _error(str(exc))
     boxed = not args.unsafe
     if boxed and not sandbox.available():
         return _error(sandbox.WHY_NO_SANDBOX)
     if not boxed:
         print(f"python -m rnnlab grade: warning: {sandbox.UNSAFE_GIVES_UP}", file=sys.stderr)
+    address = getattr(args, "address", None)
+    ray = owns = None
+    if address:
+        from . import cluster
+
+        if not args.cpus_per_task > 0:
+            return _error(f"--cpus-per-task: more than 0, got {args.cpus_per_task:g}")
+        try:
+            ray, owns = cluster.connect(address, cpus=max(1, args.jobs) * max(1, int(args.cpus_per_task)),
+                                        object_store_mb=args.object_store_mb)
+            where = cluster.check_nodes(ray, boxed=boxed, cpus_per_task=args.cpus_per_task)
+        except cluster.ClusterError as exc:
+            if owns:
+                ray.shutdown()
+            return _error(str(exc))
+        print(f"python -m rnnlab grade: Ray at {address}: {where}", flush=True)
+    try:
+        return _prepared(args, book, boxed, began, registry, extra, ray)
+    finally:
+        if owns:
+            ray.shutdown()
+
+
+def _prepared(args, book, boxed, began, registry, extra, ray):
     students = collect(args.submissions)
     tasks, notes = plan(students, registry, args.notebooks)
     if not args.notebooks:                  # the course's notebooks: those at least half the class handed in
@@ -161,7 +210,7 @@ def main(args):
     unread = sum(len(n) for n in notes.values())
     columns = [ex for ex in registry if ex.notebook in set(args.notebooks or [t[2] for t in tasks])]
     try:
-        weight = weights(columns, args.weights)
+        weight = weights(columns, args.weights, book=book)
     except (OSError, ValueError) as exc:
         return _error(f"--weights: {exc}")
     seed = default_seed() if args.seed is None else args.seed
@@ -172,67 +221,88 @@ def main(args):
     try:
         opts.numba_seed = cache / "numba"
         return _grade(args, opts, boxed, began, registry, extra, students, tasks, notes, unread, columns, weight,
-                      seed, cache_seconds)
+                      seed, cache_seconds, book, ray)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
 
-def _grade(args, opts, boxed, began, registry, extra, students, tasks, notes, unread, columns, weight, seed,
-           cache_seconds):
-    from .. import exercises
+def grade_one(cells, nb, judge, opts):
+    """One notebook graded: its kernel (:func:`.kernel.run`), then the judge on each exercise's
+    exported function. Returns ``(execution, results, note, cell errors)``, plain data (the
+    exported functions' bytes left out). The same here and in a Ray task (:mod:`.cluster`)."""
+    exs = [ex for ex in judge.exercises if ex.notebook == nb]
+    execution = run(cells, exs, opts)
+    results, note, cell_errors = account(cells, exs, execution, opts)
+    for ex in exs:
+        if ex.label not in results:
+            results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
+    return {k: v for k, v in execution.items() if k != "exports"}, results, note, cell_errors
 
+
+def _locally(tasks, judge, opts):
+    """``(index, outcome)`` as each notebook finishes, ``opts.jobs`` at a time in this process."""
+    with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        futures = {pool.submit(grade_one, cells, nb, judge, opts): i for i, (_s, _r, nb, cells) in enumerate(tasks)}
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                yield futures[future], future.result()
+            except Exception as exc:  # noqa: BLE001 (one notebook's trouble never stops the others)
+                yield futures[future], exc
+
+
+def _grade(args, opts, boxed, began, registry, extra, students, tasks, notes, unread, columns, weight, seed,
+           cache_seconds, book=None, ray=None):
     judge = Judge(columns, seed=seed, extra=extra, memory=args.memory, seconds=args.cell_timeout,
                   prefix=opts.prefix, jobs=opts.jobs, boxed=boxed,
                   numba_seed=opts.numba_seed).prepare()                  # before any student code runs
     secrets = [args.submissions.resolve(), args.submissions, args.out.resolve().parent, args.out.parent.resolve(),
                args.cases and args.cases.resolve(), args.cases, Path.home(), os.getcwd(), sys.prefix]
 
-    def grade_one(cells, nb):
-        exs = exercises(nb)
-        execution = run(cells, exs, opts)
-        results, note, cell_errors = account(cells, exs, execution, opts)
-        for ex in exs:
-            if ex.label not in results:
-                results[ex.label] = judge.decide(ex, execution["exports"].get(ex.label))
-        return execution, results, note, cell_errors
+    if ray is not None:
+        from . import cluster
 
+        finished = cluster.run(ray, tasks, judge, opts, cpus_per_task=args.cpus_per_task, imports=args.imports)
+    else:
+        finished = _locally(tasks, judge, opts)
+    outcomes = [None] * len(tasks)
+    for n, (i, outcome) in enumerate(finished, 1):          # as they finish: the progress lines
+        student, rel, nb, _cells = tasks[i]
+        if isinstance(outcome, BaseException):
+            note = f"the grader failed ({type(outcome).__name__}: {clip(outcome, 200)})"
+            outcome = ({"events": [], "timed_out": False, "seconds": 0.0}, {
+                ex.label: {"label": ex.label, "status": "error", "message": f"{ex.label}: not graded: {note}"}
+                for ex in judge.exercises if ex.notebook == nb}, note, [])
+        outcomes[i] = outcome
+        execution, results = outcome[:2]
+        print(f"[{n}/{len(tasks)}] {student}/{rel[:80]}: {sum(r['status'] == 'passed' for r in results.values())} "
+              f"of {len(results)} passed ({execution['seconds']:.1f} s)", flush=True)
+
+    # merged in the order of the tasks, not as they finished: the same files however they ran
     graded, errors, said = {s: {} for s in students}, {s: [] for s in students}, {s: {} for s in students}
     checked = {ex.label for ex in registry}
     counts = {"timeout": 0, "died": 0}
-    with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
-        futures = {pool.submit(grade_one, cells, nb): (student, rel, nb, cells) for student, rel, nb, cells in tasks}
-        for n, future in enumerate(concurrent.futures.as_completed(futures), 1):
-            student, rel, nb, cells = futures[future]
-            try:
-                execution, results, note, cell_errors = future.result()
-            except Exception as exc:  # noqa: BLE001 (one notebook's trouble never stops the others)
-                execution = {"events": [], "timed_out": False, "seconds": 0.0}
-                note = f"the grader failed ({type(exc).__name__}: {clip(exc, 200)})"
-                results, cell_errors = {ex.label: {"label": ex.label, "status": "error", "message":
-                                                   f"{ex.label}: not graded: {note}"} for ex in exercises(nb)}, []
-            counts["timeout"] += execution["timed_out"]
-            counts["died"] += any("dead" in e for e in execution["events"])
-            notes[student] += [f"{rel}: {note}"] if note else []
-            notes[student] += [f"{rel}: {r['label']}: could not be exported" for r in results.values()
-                               if "could not be exported" in r.get("message", "")]
-            errors[student] += [f"{rel}: {scrub(clip(e, 300), secrets)}" for e in cell_errors]
-            if sum(t[0] == student and t[2] == nb for t in tasks) > 1:
-                notes[student].append(f"{rel}: one of several files for {nb}; the best result of each exercise counts")
-            for label, new in results.items():
-                old = graded[student].get(label)
-                if old is None or (RANK[new["status"]], new.get("passed", 0)) > (RANK[old["status"]], old.get("passed", 0)):
-                    graded[student][label] = new
-            statements = book_statements(nb)      # the book's own words; a student's only where there is no book
-            for label, their_statement, answer in answers(cells):
-                if not answer and label in checked:
-                    continue                  # a code exercise's cell for words, left empty: nothing to read
-                if statements and label not in statements:
-                    continue                  # not an exercise of the book's notebook
-                if answer or label not in said[student]:
-                    said[student][label] = (label, nb, statements[label] if statements else clip(their_statement, 2000),
-                                            clip(answer, 5000))
-            print(f"[{n}/{len(tasks)}] {student}/{rel[:80]}: {sum(r['status'] == 'passed' for r in results.values())} "
-                  f"of {len(results)} passed ({execution['seconds']:.1f} s)", flush=True)
+    for (student, rel, nb, cells), (execution, results, note, cell_errors) in zip(tasks, outcomes):
+        counts["timeout"] += execution["timed_out"]
+        counts["died"] += any("dead" in e for e in execution["events"])
+        notes[student] += [f"{rel}: {note}"] if note else []
+        notes[student] += [f"{rel}: {r['label']}: could not be exported" for r in results.values()
+                           if "could not be exported" in r.get("message", "")]
+        errors[student] += [f"{rel}: {scrub(clip(e, 300), secrets)}" for e in cell_errors]
+        if sum(t[0] == student and t[2] == nb for t in tasks) > 1:
+            notes[student].append(f"{rel}: one of several files for {nb}; the best result of each exercise counts")
+        for label, new in results.items():
+            old = graded[student].get(label)
+            if old is None or (RANK[new["status"]], new.get("passed", 0)) > (RANK[old["status"]], old.get("passed", 0)):
+                graded[student][label] = new
+        statements = book_statements(nb, book)  # the book's own words; a student's only where there is none
+        for label, their_statement, answer in answers(cells):
+            if not answer and label in checked:
+                continue                  # a code exercise's cell for words, left empty: nothing to read
+            if statements and label not in statements:
+                continue                  # not an exercise of the book's notebook
+            if answer or label not in said[student]:
+                said[student][label] = (label, nb, statements[label] if statements else clip(their_statement, 2000),
+                                        clip(answer, 5000))
 
     feedback_dir = args.feedback or args.out.parent / "feedback"
     stems = feedback_names(students)
@@ -263,6 +333,7 @@ def _grade(args, opts, boxed, began, registry, extra, students, tasks, notes, un
           f"{time.perf_counter() - began:.0f} s: {counts['timeout']} notebooks timed out, {counts['died']} "
           f"kernels died, {unread} files not graded; {judge.describe()} (seed {seed}); numba's cache compiled "
           f"for this run in {cache_seconds:.0f} s; "
+          + (f"each notebook a task on Ray at {args.address}; " if ray is not None else "")
           + ("each notebook and each candidate in a sandbox of its own (bubblewrap: no network, no view of "
              "other files)" if boxed else "NO SANDBOX (--unsafe); network off (in-kernel guard"
              f"{', own network namespace' if opts.prefix else ''})"))

@@ -70,11 +70,11 @@ class Judge:
     """Prepares the exercises, then grades exported candidates (thread-safe after :meth:`prepare`)."""
 
     def __init__(self, exercises, *, seed, extra=None, memory=4096, seconds=60, prefix=(), jobs=1,
-                 boxed=False, numba_seed=None):
+                 boxed=False, numba_seed=None, threads=None):
         self.exercises, self.seed, self.extra = list(exercises), seed, dict(extra or {})
         self.memory, self.seconds, self.prefix, self.jobs = memory, seconds, list(prefix), jobs
-        self.boxed, self.numba_seed = boxed, numba_seed
-        self.problems = {}
+        self.boxed, self.numba_seed, self.threads = boxed, numba_seed, threads
+        self.problems, self.blocked_names = {}, {}
 
     def hidden_cases(self, ex):
         """The exercise's hidden cases: its own generator's (seeded by ``seed`` and the
@@ -112,6 +112,7 @@ class Judge:
             except Exception as exc:  # noqa: BLE001 (reported on the exercise's rows)
                 problem.error = f"{ex.label}: the check itself failed ({core._error_line(exc)}); please report this"
             self.problems[ex.label] = problem
+            self.blocked_names[ex.label] = self.blocked(ex)   # here, where every exercise is registered
         return self
 
     def describe(self):
@@ -159,7 +160,8 @@ class Judge:
         argv = boxes.script(sandbox)
         if self.boxed:
             return boxes.command([*argv, boxes.JOB, str(self.memory), json.dumps(blocked), str(cap)], job,
-                                 boxes.environment(threads=max(1, (os.cpu_count() or 1) // max(1, self.jobs)))), \
+                                 boxes.environment(threads=self.threads or max(1, (os.cpu_count() or 1)
+                                                                              // max(1, self.jobs)))), \
                 {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, job
         return [*self.prefix, *argv, str(job), str(self.memory), json.dumps(blocked), str(cap)], \
             environment(job / "tmp", self.jobs, job / "numba"), job / "work"
@@ -179,7 +181,8 @@ class Judge:
                 (job / folder).mkdir()
             (job / "candidate.pkl").write_bytes(data)
             boxes.seed_numba_cache(self.numba_seed, job)     # a private copy of this run's own cache
-            command, env, cwd = self.command(job, self.blocked(ex), problem.line_cap)
+            blocked = self.blocked_names.get(ex.label) or self.blocked(ex)
+            command, env, cwd = self.command(job, blocked, problem.line_cap)
             proc = boxes.popen(command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             reader = _Lines(proc.stdout, problem.line_cap)

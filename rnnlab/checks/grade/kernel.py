@@ -256,7 +256,7 @@ def run(cells, exercises, opts):
         argv = [*sandbox.script(worker), str(inside / "notebook.ipynb"),
                 str(inside / "log.jsonl"), str(opts.cell_timeout), str(opts.cell_timeout + 60), EXPORT_TAG, str(NBRUN),
                 str(getattr(opts, "kernel_memory", 0))]
-        threads = max(1, (os.cpu_count() or 1) // max(1, opts.jobs))
+        threads = getattr(opts, "threads", None) or max(1, (os.cpu_count() or 1) // max(1, opts.jobs))
         cache = sandbox.seed_numba_cache(getattr(opts, "numba_seed", None), tmp)     # a private copy
         if boxed:
             command = sandbox.command(argv, tmp, sandbox.environment({"JUPYTER_RUNTIME_DIR": f"{sandbox.JOB}/tmp"},
