@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import rnnlab
-from rnnlab import notebook
+from rnnlab import bookdata, notebook
 
 
 def test_device_report_names_the_device():
@@ -149,7 +149,7 @@ def outside(tmp_path, monkeypatch):
     cwd.mkdir()
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("RNNLAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(notebook, "_fetch", lambda url, timeout=60: pytest.fail(f"unexpected download {url}"))
+    monkeypatch.setattr(bookdata, "_fetch", lambda url, timeout=60: pytest.fail(f"unexpected download {url}"))
     return tmp_path
 
 
@@ -173,21 +173,21 @@ def test_book_file_rejects_paths_outside_the_book():
 
 
 def test_book_file_from_an_editable_install(outside, monkeypatch):
-    monkeypatch.setattr(notebook, "_direct_url", lambda: {"url": REPO.as_uri(), "dir_info": {"editable": True}})
+    monkeypatch.setattr(bookdata, "_direct_url", lambda: {"url": REPO.as_uri(), "dir_info": {"editable": True}})
     assert notebook.book_file("lds/data/bench-lds-cpu.json") == REPO / "book/lds/data/bench-lds-cpu.json"
     with pytest.raises(FileNotFoundError, match="installed from the folder"):
         notebook.book_file("lds/data/missing.json")
 
 
 def test_book_file_downloads_once_at_the_installed_commit(outside, monkeypatch):
-    monkeypatch.setattr(notebook, "_direct_url", lambda: GIT_RECORD)
+    monkeypatch.setattr(bookdata, "_direct_url", lambda: GIT_RECORD)
     urls = []
 
     def fetch(url, timeout=60):
         urls.append(url)
         return b'{"rows": []}'
 
-    monkeypatch.setattr(notebook, "_fetch", fetch)
+    monkeypatch.setattr(bookdata, "_fetch", fetch)
     path = notebook.book_file("lds/data/bench-lds-cpu.json")
     assert urls == [f"https://raw.githubusercontent.com/someone/rnnlab-fork/{COMMIT}/book/lds/data/bench-lds-cpu.json"]
     assert path == outside / "cache" / "someone" / "rnnlab-fork" / COMMIT / "book/lds/data/bench-lds-cpu.json"
@@ -197,22 +197,22 @@ def test_book_file_downloads_once_at_the_installed_commit(outside, monkeypatch):
 
 
 def test_book_file_download_failure_names_the_file(outside, monkeypatch):
-    monkeypatch.setattr(notebook, "_direct_url", lambda: GIT_RECORD)
+    monkeypatch.setattr(bookdata, "_direct_url", lambda: GIT_RECORD)
 
     def offline(url, timeout=60):
         raise urllib.error.URLError("Temporary failure in name resolution")
 
-    monkeypatch.setattr(notebook, "_fetch", offline)
+    monkeypatch.setattr(bookdata, "_fetch", offline)
     with pytest.raises(FileNotFoundError, match=r"could not download book/lds/data/x\.json from https://raw"):
         notebook.book_file("lds/data/x.json")
     assert not (outside / "cache").exists() or not any((outside / "cache").rglob("x.json"))
 
 
 def test_book_file_without_checkout_or_git_install(outside, monkeypatch):
-    monkeypatch.setattr(notebook, "_direct_url", lambda: None)
+    monkeypatch.setattr(bookdata, "_direct_url", lambda: None)
     with pytest.raises(FileNotFoundError, match=r"cannot find book/lds/data/x\.json.*Clone the repository"):
         notebook.book_file("lds/data/x.json")
-    monkeypatch.setattr(notebook, "_direct_url", lambda: {"url": "https://gitlab.com/a/b.git",
+    monkeypatch.setattr(bookdata, "_direct_url", lambda: {"url": "https://gitlab.com/a/b.git",
                                                           "vcs_info": {"vcs": "git", "commit_id": COMMIT}})
     with pytest.raises(FileNotFoundError, match="installed from https://gitlab.com/a/b.git"):
         notebook.book_file("lds/data/x.json")
@@ -230,8 +230,31 @@ def test_github_repo_forms():
 
 def test_direct_url_of_this_install():
     """This test environment installs rnnlab with `pip install -e .`: the record names the checkout."""
-    record = notebook._direct_url()
+    record = bookdata._direct_url()
     if record is None:
         pytest.skip("rnnlab is not installed with a direct_url.json here")
     if record["url"].startswith("file://"):
         assert record["url"] == REPO.as_uri()
+
+
+def test_book_file_lives_in_a_light_module_that_the_package_imports():
+    """rnnlab.bookdata holds book_file without torch or the notebook set-up; rnnlab.notebook re-exports it,
+    and the control experts read their files through it, not through the notebook set-up module."""
+    import ast
+    import inspect
+
+    import rnnlab.control.experts as experts
+
+    def imported(module):
+        tree = ast.parse(inspect.getsource(module))
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names.add("." * node.level + (node.module or ""))
+        return names
+
+    assert notebook.book_file is bookdata.book_file
+    assert not {"torch", "numpy", ".notebook"} & imported(bookdata)
+    assert "..bookdata" in imported(experts) and "..notebook" not in imported(experts)

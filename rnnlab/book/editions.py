@@ -37,7 +37,7 @@ import copy
 import json
 import pathlib
 
-from ..checks.student import CHECK_TAG, STUDENT_DIR, leaks, student_notebook
+from ..checks.student import CHECK_TAG, STUDENT_DIR, cell_source, leaks, student_notebook
 from .maintenance import SETUP_MARKER, notebooks
 from .myst import BookIndex, Context, MystError, code_cell_figure, convert, solution_title
 
@@ -63,11 +63,6 @@ buttons) to change it. Run it to use them: it needs a running kernel (Jupyter,
 Colab, VS Code); a viewer without one, such as GitHub's, shows nothing there."""
 
 
-def _source(cell):
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def _lines(text):
     return text.splitlines(keepends=True)
 
@@ -87,7 +82,7 @@ def _doc(rel):
 def convert_markdown_cell(cell, ctx: Context):
     """The converted copy of one markdown cell (figures are URLs: no attachment is carried)."""
     ctx.attachments = {}
-    text = convert(_source(cell), ctx)
+    text = convert(cell_source(cell), ctx)
     if "attachment:" in text or ctx.attachments:
         raise MystError(f"{ctx.where}: a cell attachment (Colab shows none): use a {{figure}} with a file "
                         "under the chapter's figures/")
@@ -105,6 +100,13 @@ def figure_caption_cell(figure, ctx: Context):
     head = f"Figure {t.number}" if t is not None and t.number else "Figure"
     ctx.attachments = {}
     return _markdown(f"*{head}.* " + convert(caption, ctx).strip())
+
+
+def _append_caption(cells, figure, ctx: Context):
+    """After a code cell: its figure's caption cell (:func:`figure_caption_cell`), computed once, if any."""
+    caption = figure_caption_cell(figure, ctx) if figure is not None else None
+    if caption is not None:
+        cells.append((caption, None))
 
 
 # --------------------------------------------------------------------------- pictures before running
@@ -172,7 +174,7 @@ def _fold(source, tags=()):
 
 def _code_cell(cell, solution_of=None, outputs=()):
     tags = list(cell.get("metadata", {}).get("tags", []))
-    source = _source(cell)
+    source = cell_source(cell)
     meta = {"tags": tags} if tags else {}
     if solution_of is not None:
         # Colab shows a cell in "form" view as its @title, the code folded; JupyterLab folds source_hidden.
@@ -189,8 +191,8 @@ def _code_cell(cell, solution_of=None, outputs=()):
 def _is_solution(cell):
     """A cell that is all solution: a solution's code, or a markdown cell that is one <details> block."""
     if cell["cell_type"] == "code":
-        return _source(cell).startswith("# @title Solution to ")
-    text = _source(cell).strip()
+        return cell_source(cell).startswith("# @title Solution to ")
+    text = cell_source(cell).strip()
     return (cell["cell_type"] == "markdown" and text.startswith("<details>\n<summary><b>Solution to ")
             and text.endswith("</details>") and text.count("<details>") == 1)
 
@@ -238,9 +240,7 @@ def full_edition(nb, rel, index):
         elif cell["cell_type"] == "code":
             title = solution_title(ctx.gated, ctx) if ctx.gated is not None else None
             cells.append((_code_cell(cell, title, keep.get(n - 1, ())), n - 1))
-            figure = code_cell_figure(cell)
-            if figure is not None and figure_caption_cell(figure, ctx) is not None:
-                cells.append((figure_caption_cell(figure, ctx), None))
+            _append_caption(cells, code_cell_figure(cell), ctx)
         else:
             cells.append(({"cell_type": "raw", "metadata": {}, "source": cell["source"]}, None))
     if ctx.gated is not None:
@@ -270,7 +270,7 @@ def student_edition(nb, rel, index):
     chapter_index = {}
     for i, c in enumerate(nb["cells"]):
         if c["cell_type"] == "code":
-            chapter_index.setdefault(_source(c), i)
+            chapter_index.setdefault(cell_source(c), i)
     cells = []
     for n, cell in enumerate(student["cells"], 1):
         ctx.where = f"{STUDENT_DIR}/{rel}, cell {n}"
@@ -279,11 +279,9 @@ def student_edition(nb, rel, index):
             if out is not None:
                 cells.append((out, None))
         elif cell["cell_type"] == "code":
-            i = chapter_index.get(_source(cell))
+            i = chapter_index.get(cell_source(cell))
             cells.append((_code_cell(cell, None, keep.get(i, ())), i))
-            figure = code_cell_figure(nb["cells"][i]) if i is not None else None
-            if figure is not None and figure_caption_cell(figure, ctx) is not None:
-                cells.append((figure_caption_cell(figure, ctx), None))
+            _append_caption(cells, code_cell_figure(nb["cells"][i]) if i is not None else None, ctx)
         else:
             cells.append((cell, None))
     meta = dict(student["metadata"])

@@ -36,6 +36,7 @@ import json
 import pathlib
 import re
 
+from ..checks.student import cell_source
 from .maintenance import notebooks
 from .myst import ADMONITIONS, DIFFICULTY, code_cell_figure, directive_of, parse
 
@@ -131,11 +132,6 @@ class Problem:
     def __str__(self):
         where = f"{self.notebook}" + (f", cell {self.cell}" if self.cell else "")
         return f"{where}: [{self.rule}] {self.message}"
-
-
-def _source(cell):
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
 
 
 def _tags(cell):
@@ -251,7 +247,7 @@ def lint_notebook(nb, name, sanitize=()):
         if reason:
             exemptions.append((n, reason))
         kind = cell["cell_type"]
-        text = _source(cell)
+        text = cell_source(cell)
         if kind == "code":
             code_seen += 1
             figure = code_cell_figure(cell)
@@ -328,7 +324,7 @@ def lint_notebook(nb, name, sanitize=()):
         for n, cell in enumerate(cells[bottom_at["Where next"]:], bottom_at["Where next"] + 1):
             tags = _tags(cell)
             if (REPRODUCTION_TAG in tags or "remove-input" in tags or "remove-cell" in tags or exemption(cell)
-                    or (cell["cell_type"] == "markdown" and _is_reproduction_only(_source(cell)))):
+                    or (cell["cell_type"] == "markdown" and _is_reproduction_only(cell_source(cell)))):
                 continue
             problems.append(Problem(name, n, "frame", "only reproduction notes may follow 'Where next'"))
             break

@@ -302,8 +302,13 @@ def _kind(x):
     a = _as_array(x)
     if a is not None and a.ndim:
         return f"an array of shape {tuple(a.shape)}"
-    name = type(x).__name__
-    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    return article(type(x).__name__)
+
+
+def article(name):
+    """``name`` after its indefinite article: ``"an int"``, ``"a generator"`` (by the first letter)."""
+    name = str(name)
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _short(x, width=120):

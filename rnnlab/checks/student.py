@@ -79,7 +79,8 @@ def _asks_in_words(label):
         return True
 
 
-def _source(cell):
+def cell_source(cell):
+    """A notebook cell's source as one string (nbformat stores a list of lines or a string)."""
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
 
@@ -180,7 +181,7 @@ def checked_labels(nb):
     labels = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
-            labels += CHECK_CALL.findall(_source(cell))
+            labels += CHECK_CALL.findall(cell_source(cell))
     return labels
 
 
@@ -197,11 +198,11 @@ def student_notebook(nb, source="the chapter"):
         kind = cell["cell_type"]
         if kind == "code":
             if scanner.gated is not None:
-                removed_code.append(_source(cell))
+                removed_code.append(cell_source(cell))
                 continue
             cells.append(_clean_code_cell(cell))
             if CHECK_TAG in cell.get("metadata", {}).get("tags", []):
-                for label in CHECK_CALL.findall(_source(cell)):
+                for label in CHECK_CALL.findall(cell_source(cell)):
                     if _asks_in_words(label):
                         cells.append(_markdown_cell(ANSWER_CODE.format(label=label), tags=[ANSWER_TAG]))
             continue
@@ -209,7 +210,7 @@ def student_notebook(nb, source="the chapter"):
             if scanner.gated is None:
                 cells.append({"cell_type": "raw", "metadata": {}, "source": cell["source"]})
             continue
-        for piece in scanner.markdown(_source(cell)):
+        for piece in scanner.markdown(cell_source(cell)):
             if isinstance(piece, tuple):
                 if piece[0] not in code_exercises:
                     cells.append(_markdown_cell(ANSWER.format(label=piece[0]), tags=[ANSWER_TAG]))
@@ -266,7 +267,7 @@ def solution_lines(nb):
     inside, outside = [], []
     gated = False
     for cell in nb.get("cells", []):
-        src = _source(cell)
+        src = cell_source(cell)
         if cell.get("cell_type") != "markdown":
             (inside if gated else outside).extend(src.splitlines())
             continue
@@ -318,7 +319,7 @@ def leaks(student, removed, chapter=None):
     remover missed (and so never recorded) is still caught."""
     problems = []
     for n, cell in enumerate(student["cells"], 1):
-        src = _source(cell)
+        src = cell_source(cell)
         for line in _lines(src):
             m = _FENCE_OPEN.match(line)
             if m and m.group("name").startswith("solution"):
@@ -334,7 +335,7 @@ def leaks(student, removed, chapter=None):
             problems.append(f"cell {n}: unused attachments")
     if set(student.get("metadata", {})) - {"kernelspec", "language_info", "rnnlab"}:
         problems.append(f"notebook metadata {sorted(student['metadata'])}")
-    text = [x for c in student["cells"] for x in _source(c).splitlines()]
+    text = [x for c in student["cells"] for x in cell_source(c).splitlines()]
     inside, outside = solution_lines(chapter) if chapter else ([], [])
     seen = set()
     for line in [*removed.splitlines(), *inside]:

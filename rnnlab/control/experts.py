@@ -173,7 +173,7 @@ def export_sb3_policy(model, vecnormalize, path, meta=None):
 
 
 EXPERT_FILES = {"halfcheetah": "lowrank/data/expert-halfcheetah.npz"}
-"""The committed experts, as paths under ``book/`` (read with :func:`rnnlab.notebook.book_file`)."""
+"""The committed experts, as paths under ``book/`` (read with :func:`rnnlab.bookdata.book_file`)."""
 
 
 def expert_for(env, path=None):
@@ -187,6 +187,6 @@ def expert_for(env, path=None):
     if env not in EXPERT_FILES:
         raise ValueError(f"env must be one of {['pendulum', *EXPERT_FILES]}, got {env!r}")
     if path is None:
-        from ..notebook import book_file
+        from ..bookdata import book_file
         path = book_file(EXPERT_FILES[env])
     return MLPPolicy.load(path)
