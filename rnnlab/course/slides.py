@@ -381,8 +381,8 @@ def render_deck(deck, conv, figure_url=lambda fig: f"figures/{fig.path.name}", b
         body = (f"<table class=\"exercises\">{''.join(rows)}</table>" if rows
                 else "<p>This lesson has no exercises.</p>")
         slides.append(_slide("exercises", f'<p class="kicker">{title}</p>\n<h2>Exercises for the lab</h2>\n{body}\n'
-                             '<p class="muted small">★ apply · ★★ combine or derive · ★★★ an experiment or a'
-                             ' proof; points as the grader gives them</p>'))
+                             '<p class="muted small">★ apply · ★★ combine or derive · ★★★ an experiment'
+                             ' or a proof; points as the grader gives them</p>'))
     template = TEMPLATE.read_text(encoding="utf8")
     return (template.replace("{{title}}", html.escape(f"{re.sub(r'[*_`$]', '', deck.title)} · lecture slides"))
                     .replace("{{mathjax}}", "../_static/mathjax/tex-chtml.js")
