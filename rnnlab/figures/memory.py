@@ -237,7 +237,7 @@ def controller():
     for text, hy in heads:
         _box(ax, 6.3, hy, 2.45, 0.5, text, fontsize=8, ec=_BLUE, fc="white")
         _arrow(ax, (4.6, y), (5.07, hy), rad=0.0)
-    ax.text(4.85, 2.55, r"$o'_t$", fontsize=8.5, color=_BLUE, ha="center")   # mathtext: drawn as paths
+    ax.text(4.83, 2.08, r"$o'_t$", fontsize=8.5, color=_BLUE, ha="center")   # mathtext: drawn as paths
     _box(ax, 9.2, 3.05, 2.3, 1.6, "memory (stack)\n1. pop uₜ\n2. push vₜ with dₜ\n3. read rₜ\n"
          "values V, strengths s", ec=_ORANGE, fc="#fdf1e4", fontsize=8.3)
     for hy in (3.8, 3.05, 2.3):
