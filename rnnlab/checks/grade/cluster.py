@@ -134,7 +134,13 @@ def check_nodes(ray, *, boxed, cpus_per_task, timeout=600):
     probe = ray.remote(num_cpus=0, max_retries=0)(_probe)
     refs = [probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(boxed)
             for n in nodes]
-    found = ray.get(refs, timeout=timeout)
+    try:
+        found = ray.get(refs, timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 (a node that never ran the probe, or Ray's own trouble)
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        raise ClusterError(f"--address: the cluster's nodes did not all answer a probe within {timeout} s "
+                           f"({type(exc).__name__}: {str(exc).strip()[:200]})") from None
     here = fingerprint()
     problems = []
     for node, info in zip(nodes, found):
