@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ._io import atomic_save, atomic_write_json
+from ._validate import check_int, check_optional_int
 
 __all__ = ["train", "evaluate", "TrainResult", "save_checkpoint", "load_checkpoint", "resolve_device",
            "CHECKPOINT_FORMAT"]
@@ -119,11 +120,10 @@ def load_checkpoint(path, map_location="cpu"):
 
 def _check_data(data, steps_per_epoch, batch_size, drop_last):
     if callable(data):
-        if steps_per_epoch is None or isinstance(steps_per_epoch, bool) or not isinstance(steps_per_epoch, int) \
-                or steps_per_epoch < 1:
+        if steps_per_epoch is None:
             raise ValueError("train: steps_per_epoch (an int >= 1) is required when data is a callable "
-                             f"data(epoch, batch) -> (inputs, targets); got {steps_per_epoch!r}")
-        return None, steps_per_epoch
+                             "data(epoch, batch) -> (inputs, targets)")
+        return None, check_int("steps_per_epoch", steps_per_epoch, minimum=1, fn="train")
     if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(isinstance(t, torch.Tensor) for t in data)):
         raise TypeError("train: data must be a pair (inputs, targets) of tensors or a callable "
                         f"data(epoch, batch) -> (inputs, targets); got {type(data).__name__}")
@@ -374,10 +374,8 @@ def _check_arguments(model, epochs, batch_size, log_every, eval_every, checkpoin
         raise TypeError(f"train: model must be a torch.nn.Module, got {type(model).__name__}")
     for name, value, minimum in (("epochs", epochs, 0), ("batch_size", batch_size, 1), ("log_every", log_every, 0),
                                  ("eval_every", eval_every, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"train: {name} must be an int >= {minimum}, got {value!r}")
-    if checkpoint_every is not None and (not isinstance(checkpoint_every, int) or checkpoint_every < 1):
-        raise ValueError(f"train: checkpoint_every must be an int >= 1 or None, got {checkpoint_every!r}")
+        check_int(name, value, minimum=minimum, fn="train")
+    check_optional_int("checkpoint_every", checkpoint_every, minimum=1, fn="train", none_means="at epoch ends only")
 
 
 def _make_optimizer(model, optimizer):

@@ -39,7 +39,7 @@ def test_bad_arguments():
         scan.scan_figure("kogge_stone", 8)
     with pytest.raises(ValueError, match="step must be in 0..3"):
         scan.scan_figure("hillis_steele", 8, 4)
-    with pytest.raises(ValueError, match="n must be a positive integer"):
+    with pytest.raises(ValueError, match="n must be >= 1"):
         scan.scan_steps("blelloch", 0)
     with pytest.raises(ValueError, match="n must be one of"):
         scan.scan_widget(n=12)

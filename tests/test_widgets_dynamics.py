@@ -104,7 +104,7 @@ def test_bad_arguments():
         dw.run(BISTABLE, [0, 0], [0.0], nonlinearity="relu")
     with pytest.raises(ValueError, match="h0 must have shape"):
         dw.run(BISTABLE, [0, 0, 0], [0.0])
-    with pytest.raises(ValueError, match="T must be an int"):
+    with pytest.raises(ValueError, match="T must lie in \\[1, 8\\]"):
         dw.unrolled_diagram(0)
 
 

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from .._io import atomic_path, atomic_write_json
+from .._validate import check_int
 from . import require
 
 __all__ = ["ZOO_HALFCHEETAH", "train_expert", "publish_expert", "add_arguments", "main"]
@@ -51,8 +52,7 @@ def train_expert(out, *, env_name="halfcheetah", steps=1_000_000, seed=0, checkp
         raise ValueError("train-expert trains the HalfCheetah expert; the Pendulum's expert is analytic "
                          f"(rnnlab.control.experts.PendulumExpert), got env={env_name!r}")
     for arg, v in (("steps", steps), ("checkpoint_every", checkpoint_every)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{arg} must be an int >= 1, got {v!r}")
+        check_int(arg, v, minimum=1, fn="train_expert")
     if threads:
         torch.set_num_threads(threads)
     os.makedirs(out, exist_ok=True)

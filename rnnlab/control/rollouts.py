@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from .._io import atomic_path
+from .._validate import check_choice, check_int
 from .envs import SHIFTS, make_env
 
 __all__ = ["policy_view", "run_episode", "evaluate_policy", "record_rollouts", "load_rollouts",
@@ -63,10 +64,8 @@ def evaluate_policy(env_name, policy, *, episodes=10, seed=0, shift="none", p=0.
                     observe="policy", fault_at_step=None, max_steps=None):
     """Mean return over ``episodes`` episodes (seeds ``seed + i``): a dict with ``returns``, ``seeds``,
     ``mean_return``, ``se_return`` (standard error), ``shifted_fraction`` (steps perturbed), ``seconds``."""
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
-        raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
-    if shift not in SHIFTS:
-        raise ValueError(f"shift must be one of {SHIFTS}, got {shift!r}")
+    check_int("episodes", episodes, minimum=1)
+    check_choice("shift", shift, SHIFTS)
     t0 = time.time()
     env = make_env(env_name, shift=shift, p=p, obs_std=obs_std, observe=observe, fault_at_step=fault_at_step)
     try:
@@ -93,8 +92,7 @@ def normalised_return(env_name, mean_return, expert_return, zero_return=None):
 
 def record_rollouts(env_name, expert, path, *, episodes=100, seed=0, progress=False):
     """Run ``expert`` (observing the full state) for ``episodes`` episodes and save them to ``path``."""
-    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 2:
-        raise ValueError(f"episodes must be an int >= 2, got {episodes!r}")
+    check_int("episodes", episodes, minimum=2)
     env = make_env(env_name, observe="full")
     t0 = time.time()
     runs = []

@@ -55,6 +55,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import train as _train
+from .._validate import check_int, check_optional_int
 from ..models.combo import SparseComboNet, SVDComboNet
 from ..tasks.images import sequential_image_splits
 from .run_folder import prepare_run_folder, write_json
@@ -147,25 +148,22 @@ def evaluate_split(model, dataset, batch_size=EVAL_BATCH, device=None):
     return {"loss": loss / n, "accuracy": correct / n, "samples": n}
 
 
-def _splits(config, root=None, download=False):
+def config_splits(config, root=None, download=False):
+    """The train/validation/test splits of a run's ``config`` (as :func:`run` writes it)."""
     return sequential_image_splits(config["dataset"], order=config["order"], permute=config["permute"],
                                    permutation_seed=config["permutation_seed"], limit=config["limit"],
                                    validation=config["validation"], seed=config["seed"], root=root,
                                    download=download)
 
 
-def _model_kwargs(config, input_size, num_classes):
+def config_model_kwargs(config, input_size, num_classes):
+    """The keyword arguments of :func:`make_model` for a run's ``config``."""
     return dict(net=config["net"], input_size=input_size, num_classes=num_classes, modules=config["modules"],
                 module_size=config["module_size"], constraint=config["constraint"], alpha=config["alpha"],
                 density=config["density"], scalar=config["scalar"], post_scalar=config["post_scalar"],
                 activation=config["activation"], form=config["form"], b_std=config["b_std"],
                 metric=config["metric"], blocks=config["blocks"], seed=config["seed"],
                 euler_margin=config.get("euler_margin"))
-
-
-def _positive_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def run(net=PAPER["net"], modules=PAPER["modules"], module_size=PAPER["module_size"], dataset=PAPER["dataset"],
@@ -190,9 +188,8 @@ def run(net=PAPER["net"], modules=PAPER["modules"], module_size=PAPER["module_si
         raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     for name, value, minimum in (("modules", modules, 1), ("module_size", module_size, 1), ("epochs", epochs, 1),
                                  ("batch_size", batch_size, 1), ("seed", seed, 0)):
-        _positive_int(name, value, minimum)
-    if limit is not None:
-        _positive_int("limit", limit, 1)
+        check_int(name, value, minimum=minimum)
+    check_optional_int("limit", limit, minimum=1, none_means="the whole training split")
     if not (lr > 0) or not (weight_decay >= 0) or not (0 < lr_gamma <= 1):
         raise ValueError(f"need lr > 0, weight_decay >= 0 and 0 < lr_gamma <= 1; got {lr}, {weight_decay}, "
                          f"{lr_gamma}")
@@ -207,13 +204,13 @@ def run(net=PAPER["net"], modules=PAPER["modules"], module_size=PAPER["module_si
                   lr_steps=lr_steps, lr_gamma=lr_gamma, alpha=alpha, constraint=constraint, density=density,
                   scalar=scalar, post_scalar=post_scalar, activation=activation, form=form, b_std=b_std,
                   metric=metric, blocks=blocks, seed=seed, optimizer="adam", euler_margin=euler_margin)
-    splits = _splits(dict(config, permutation_seed=permutation_seed), root, download)
+    splits = config_splits(dict(config, permutation_seed=permutation_seed), root, download)
     train_set, val_set = splits["train"], splits["validation"]
     info = train_set.info
     if len(train_set) < batch_size:
         raise ValueError(f"the training split has {len(train_set)} examples, fewer than batch_size={batch_size} "
                          f"(raise limit or lower batch_size)")
-    model = make_model(**_model_kwargs(config, info.input_size, info.num_classes))
+    model = make_model(**config_model_kwargs(config, info.input_size, info.num_classes))
     model.to(_train.resolve_device(device))
     trainable = trainable_parameters(model)
     config.update(num_train=len(train_set), num_validation=len(val_set), seq_len=info.seq_len,
@@ -261,9 +258,9 @@ def evaluate_run(run_dir, split="test", batch_size=EVAL_BATCH, device="cpu", roo
     config = state["config"]
     if split not in ("test", "validation", "train"):
         raise ValueError(f"split must be 'test', 'validation' or 'train', got {split!r}")
-    data = _splits(dict(config, permutation_seed=config["permutation_seed"] if config["permute"] else 0), root,
+    data = config_splits(dict(config, permutation_seed=config["permutation_seed"] if config["permute"] else 0), root,
                    download)[split]
-    model = make_model(**_model_kwargs(config, config["input_size"], config["num_classes"]))
+    model = make_model(**config_model_kwargs(config, config["input_size"], config["num_classes"]))
     model.load_state_dict(state["model"])
     model.to(_train.resolve_device(device))
     t0 = time.perf_counter()

@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from .. import train as _train
 from ..theory.combo_report import combo_net_report, trajectory_distances
-from .combo_net import _model_kwargs, _splits, evaluate_run, make_model
+from .combo_net import config_model_kwargs, config_splits, evaluate_run, make_model
 from .run_folder import write_json
 
 __all__ = ["summarize_run", "collect", "main"]
@@ -66,11 +66,11 @@ def summarize_run(run_dir, *, samples=8, visited=16, probe=8):
         metrics = json.load(f)
     epochs = [{k: e[k] for k in EPOCH_KEYS if k in e} for e in metrics.get("epochs", [])]
     test = evaluate_run(run_dir)
-    kwargs = _model_kwargs(config, config["input_size"], config["num_classes"])
+    kwargs = config_model_kwargs(config, config["input_size"], config["num_classes"])
     before = make_model(**kwargs)
     after = make_model(**kwargs)
     after.load_state_dict(state["model"])
-    data = _splits(dict(config, permutation_seed=config["permutation_seed"] if config["permute"] else 0))["test"]
+    data = config_splits(dict(config, permutation_seed=config["permutation_seed"] if config["permute"] else 0))["test"]
     x, _ = data[torch.arange(min(probe, len(data)))]
     t0 = time.perf_counter()
     cert_before = combo_net_report(before, samples=samples, inputs=x, visited=visited)

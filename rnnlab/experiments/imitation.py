@@ -40,6 +40,7 @@ import torch
 
 from .. import train as _train
 from .._io import atomic_path
+from .._validate import check_int
 from ..control.recorded import ROLLOUTS, default_rollouts, ensure_rollouts  # noqa: F401 (also this module's API)
 from .run_folder import prepare_run_folder, write_json
 
@@ -126,8 +127,7 @@ def run(*, env="pendulum", cell="cfc", rank=None, sparsity=0.0, seed=0, lrs=PAPE
         raise ValueError(f"lrs must be positive floats, got {lrs!r}")
     for arg, v in (("epochs", epochs), ("window", window), ("batch_size", batch_size),
                    ("eval_episodes", eval_episodes)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{arg} must be an int >= 1, got {v!r}")
+        check_int(arg, v, minimum=1)
     if out is None:
         raise ValueError("out is required: the run folder")
     rollouts = rollouts or default_rollouts(env)

@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import train as _train
+from .._validate import check_int
 from ..kernels import neural_memory
 from ..models.memory_lstm import KINDS, DeepLSTM, MemoryLSTM, count_parameters
 from ..tasks.transduction import (IGNORE_INDEX, TASKS, joint_sequences, transduction, transduction_accuracy,
@@ -256,8 +257,7 @@ def run(task=PAPER["task"], model=PAPER["model"], layers=1, hidden=PAPER["hidden
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     for name, value in (("steps", steps), ("eval_every", eval_every)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_int(name, value, minimum=1)
     if steps % eval_every:
         raise ValueError(f"steps ({steps}) must be a multiple of eval_every ({eval_every})")
     if optimizer not in ("rmsprop", "adam"):

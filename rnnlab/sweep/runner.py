@@ -7,6 +7,7 @@ import signal
 import sys
 import time
 
+from .._validate import check_int, check_optional_int
 from .grid import build_spec, task_parser
 from .table import ResultsTable
 
@@ -124,13 +125,11 @@ def run_sweep(spec, out, *, workers=1, cpus_per_trial=1, threads=None, address=N
     (a Ray already initialised in this process is used as it is). Tune's own files go to ``out/tune``.
     """
     for name, value in (("workers", workers), ("limit", limit)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_optional_int(name, value, minimum=1)
     if not (isinstance(cpus_per_trial, (int, float)) and cpus_per_trial > 0):
         raise ValueError(f"cpus_per_trial must be > 0, got {cpus_per_trial!r}")
     threads = threads if threads is not None else max(1, int(cpus_per_trial))
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+    check_int("threads", threads, minimum=1)
     out = os.path.abspath(os.fspath(out))
     trials = spec.trials()
     table = _open_table(out, spec, trials, command)

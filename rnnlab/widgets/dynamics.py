@@ -34,6 +34,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from .. import theory
+from .._validate import check_int
 
 __all__ = [
     "U_DEFAULT",
@@ -446,8 +447,7 @@ def unrolled_diagram(T=4):
     arrow under it multiplies the gradient by that step's Jacobian ``J_t``,
     so that ``∂h_T/∂h_0 = J_T ⋯ J_1``.
     """
-    if isinstance(T, bool) or not isinstance(T, int) or not 1 <= T <= 8:
-        raise ValueError(f"T must be an int in 1..8, got {T!r}")
+    check_int("T", T, minimum=1, maximum=8, fn="unrolled_diagram")
     fig = Figure(figsize=(1.55 * (T + 1) + 0.6, 3.0), layout="constrained")
     ax = fig.subplots()
     ax.set(xlim=(-0.7, 1.55 * T + 0.7), ylim=(-1.75, 1.45), aspect="equal")

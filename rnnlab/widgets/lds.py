@@ -26,6 +26,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from .._validate import check_int
+
 __all__ = [
     "EIGENVALUE_DEFAULT",
     "LDSTACK_DEFAULT",
@@ -94,10 +96,9 @@ def pair_impulse_response(radius, angle, T):
 
     ``K_τ = Re(C' diag(λ^τ) B') = r^τ sin((τ+1)θ) / sin θ``.
     """
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise ValueError(f"T must be a positive integer, got {T!r}")
+    T = check_int("T", T, minimum=1, fn="pair_impulse_response")
     with torch.no_grad():
-        return pair_lds(radius, angle).impulse_response(int(T))[0, 0].numpy()
+        return pair_lds(radius, angle).impulse_response(T)[0, 0].numpy()
 
 
 def eigenvalue_figure(radius=EIGENVALUE_DEFAULT["radius"], angle=EIGENVALUE_DEFAULT["angle"],
@@ -229,17 +230,14 @@ def ldstack_errors(form="exact", T=LDSTACK_STEPS, seed=0):
     """
     if form not in LDSTACK_FORMS:
         raise ValueError(f"form must be one of {sorted(LDSTACK_FORMS)}, got {form!r}")
-    if isinstance(T, bool) or not isinstance(T, int) or T < 2:
-        raise ValueError(f"T must be an integer >= 2, got {T!r}")
+    check_int("T", T, minimum=2, fn="ldstack_errors")
     return _ldstack_run(form, T, int(seed))
 
 
 def ldstack_figure(depth=LDSTACK_DEFAULT["depth"], form=LDSTACK_DEFAULT["form"], T=LDSTACK_STEPS, seed=0):
     """Left: the RNN and layer ``depth`` over time. Right: error against time for every depth."""
     run = ldstack_errors(form, T, seed)
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or not 1 <= depth <= T:
-        raise ValueError(f"depth must be an integer in 1..{T}, got {depth!r}")
-    depth = int(depth)
+    depth = check_int("depth", depth, minimum=1, maximum=T, fn="ldstack_figure")
     t = np.arange(1, T + 1)
     fig = Figure(figsize=(11, 3.9), layout="constrained")
     traj, err = fig.subplots(1, 2)

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from .._validate import check_int
 from ..models import init_recurrent, recurrent_matrix
 
 __all__ = ["DEFAULT", "recurrent_sample", "spectrum_figure", "static_figure", "spectrum_widget"]
@@ -38,7 +39,7 @@ def _circle(ax, radius, **kw):
 def spectrum_figure(rank=DEFAULT["rank"], sparsity=DEFAULT["sparsity"], n=DEFAULT["n"], init=DEFAULT["init"],
                     seed=DEFAULT["seed"]):
     """Eigenvalues and normalised singular values of one ``W_rec(r, s)`` (a matplotlib Figure)."""
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= n:
+    if not 1 <= check_int("rank", rank, fn="spectrum_figure") <= n:
         raise ValueError(f"rank must be an int in [1, n] = [1, {n}] (n for full rank), got {rank!r}")
     W = recurrent_sample(rank, sparsity, n, init, seed)
     dense = recurrent_sample(n, 0.0, n, init, seed)

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from .._validate import check_int
 from ..kernels import neural_memory
 
 __all__ = ["KINDS", "PROGRAMS", "SYMBOLS", "program_controls", "run_program", "memory_figure",
@@ -216,8 +217,7 @@ def push_jacobian(b_u=0.0, b_d=0.0, kind="stack", T=10):
     """
     if kind not in ("stack", "queue", "deque"):
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    if not isinstance(T, int) or T < 2:
-        raise ValueError(f"T must be an integer >= 2, got {T!r}")
+    check_int("T", T, minimum=2, fn="push_jacobian")
     sig = torch.sigmoid(torch.tensor([b_d, b_u], dtype=torch.float64))
     v = torch.eye(T, dtype=torch.float64)
     shape = (T,) if kind != "deque" else (T, 2)

@@ -13,6 +13,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from .._validate import check_int
 from ..kernels import scan_algorithms
 
 __all__ = ["ALGORITHM_LABELS", "SIZES", "CHUNKS", "scan_steps", "scan_figure", "static_figure", "scan_widget"]
@@ -47,8 +48,7 @@ def scan_steps(algorithm, n):
     """
     if algorithm not in ALGORITHM_LABELS:
         raise ValueError(f"algorithm must be one of {sorted(ALGORITHM_LABELS)}, got {algorithm!r}")
-    if not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_int("n", n, minimum=1, fn="scan_steps")
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, n), rng.normal(size=n)
     if algorithm == "chunked":
