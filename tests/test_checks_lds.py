@@ -13,7 +13,8 @@ from rnnlab.checks import evaluate, exercises, get
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
 LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-nnrnn",
-          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime"]
+          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime",
+          "ex-speed-batch", "ex-scans-chunks", "ex-speed-layer"]
 
 
 def _cells(notebook):
@@ -101,6 +102,27 @@ def _delay_by_k_modes(k):
     return lam, lam ** (-k) / n
 
 
+def _step_time_all_modes(model, B, H, peak, bandwidth):
+    if model == "lstm":
+        flops, bytes_ = 8 * B * H * H, 16 * H * H + 20 * B * H
+    else:                                            # all H modes, not one of each conjugate pair
+        flops, bytes_ = 8 * B * H, 16 * B * H + 8 * H
+    return max(flops / peak, bytes_ / bandwidth)
+
+
+def _chunked_depth_text_formula(n, chunks):
+    return 2 * -(-n // chunks) + (chunks - 1).bit_length() - 1   # 2L + ceil(log2 p) - 1: p > 1 only
+
+
+def _matching_depth_operations_only(B, H, peak, bandwidth):
+    lstm = 8 * B * H * H / peak                      # the LSTM's operations only, not its bytes
+    k = 1
+    while max((4 * B * H + 17 * (k - 1) * B * H // 2) / peak,
+              (4 * B * H * (1 + k) + (6 if k > 1 else 4) * H) / bandwidth) < lstm:
+        k += 1
+    return k
+
+
 WRONG = {
     "ex-lds-bprime-2": (_two_modes_wrong_sign, 1, "first at index (1,)"),
     "ex-ldstack-nnrnn": (_nn_rnn_without_A, 1, "entries differ"),
@@ -109,6 +131,9 @@ WRONG = {
     "ex-copy-bprime": (_divided_readout, 1, "entries differ"),
     "ex-lds-scratch": (_modal_lds_no_real_part, 1, "entries differ"),
     "ex-lds-delay": (_delay_by_k_modes, 1, "at lag 0"),
+    "ex-speed-batch": (_step_time_all_modes, 1, "values differ"),
+    "ex-scans-chunks": (_chunked_depth_text_formula, 2, "values differ"),
+    "ex-speed-layer": (_matching_depth_operations_only, 1, "values differ"),
 }
 
 

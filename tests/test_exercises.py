@@ -515,6 +515,37 @@ def _nn_rnn_weights(A, B):
     return W[:, n:], W[:, :n]
 
 
+def _step_time(model, B, H, peak, bandwidth):
+    """lds/04's roofline time of one step from real tensors: the bytes are the nbytes of what the step
+    reads and writes, the LSTM's operations torch's FlopCounterMode of its product, the LDS's 8 per
+    complex multiply-add (4 multiplications and 2 additions, then 2 additions)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if model == "lstm":
+        h, W = torch.zeros(B, H), torch.zeros(4 * H, H)
+        with FlopCounterMode(display=False) as counter:
+            out = h @ W.T
+        flops, moved = counter.get_total_flops(), h.nbytes + W.nbytes + out.nbytes
+    else:
+        lam = torch.zeros(H // 2, dtype=torch.complex64)
+        u = torch.zeros(B, H // 2, dtype=torch.complex64)
+        s = lam * u + u
+        flops, moved = 8 * s.numel(), u.nbytes + s.nbytes + lam.nbytes
+    return max(flops / peak, moved / bandwidth)
+
+
+def _matching_depth(B, H, peak, bandwidth):
+    """lds/04's depth at which the fused stack's roofline time reaches the LSTM's, in closed form: both
+    roofs of the stack grow linearly with the depth k, so the answer is the first k where either does."""
+    c = H // 2
+    lstm = max(8 * B * H * H / peak, (16 * H * H + 20 * B * H) / bandwidth)
+    if max(8 * B * c / peak, (16 * B * c + 8 * c) / bandwidth) >= lstm:
+        return 1
+    k_ops = 1 + (lstm * peak - 8 * B * c) / (17 * B * c)
+    k_bytes = (lstm * bandwidth - 12 * c) / (8 * B * c) - 1
+    return max(2, math.ceil(min(k_ops, k_bytes)))
+
+
 INDEPENDENT = {
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
@@ -558,6 +589,8 @@ INDEPENDENT = {
     "ex-lr-effective-dim": _effective_dim,
     "ex-lr-lowrank-radius": lambda W1, W2: _radius(_t(W1), _t(W2)),
     "ex-lds-delay": _delay,
+    "ex-speed-batch": _step_time,
+    "ex-speed-layer": _matching_depth,
     "ex-lds-scratch": _modal_lds,
     "ex-ldstack-by-hand": _second_layer,
     "ex-ldstack-nnrnn": _nn_rnn_weights,

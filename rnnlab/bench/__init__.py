@@ -26,6 +26,8 @@ Benchmarks (:data:`BENCHMARKS`):
 ``combo``  :mod:`rnnlab.bench.combo`: a Sparse Combo Net's training step (modules as
           one batched product) against the same net with W dense, a dense Euler RNN
           of the same size and ``torch.nn.RNN``; op counts, what a kernel would gain.
+``roofline``  :mod:`rnnlab.bench.roofline`: this CPU's memory bandwidth and arithmetic
+          peak, and the bytes and operations of one LDS and one LSTM step.
 
 From Python (what the book does, with small sizes)::
 
@@ -64,6 +66,7 @@ BENCHMARKS = {
     "memory": "rnnlab.bench.memory",
     "cells": "rnnlab.bench.cells",
     "combo": "rnnlab.bench.combo",
+    "roofline": "rnnlab.bench.roofline",
 }
 
 #: Where results go by default (relative to the working directory; git-ignored in the repository).

@@ -355,6 +355,104 @@ exercise(
          "by entry i of model.input_weights().")
 
 
+# ----------------------------------------------------------------- 04_speed (the Performance page)
+# The counts are those of the page (rnnlab.bench.roofline.step_cost, the package's counting model);
+# the roofline's time is max(operations / peak, bytes / bandwidth).
+
+NB4 = "lds/04_speed"
+# Two roofs for the cases: the committed measurement the page's figure draws, and round ones.
+_BOOK_ROOFS = (39.7e9, 3.96e9)
+_ROUND_ROOFS = (100e9, 20e9)
+
+
+def _exact(got, expected):
+    """Within a relative 1e-9 and no absolute slack (the times are microseconds)."""
+    return close(got, expected, rtol=1e-9, atol=0.0)
+
+
+def _roofline_step_time(model, B, H, peak, bandwidth):
+    from rnnlab.bench.roofline import roofline_time, step_cost
+
+    flops, bytes_ = step_cost(model, B, H)
+    return roofline_time(flops, bytes_, peak, bandwidth)
+
+
+exercise(
+    "ex-speed-batch", notebook=NB4, name="step_time",
+    signature="step_time(model, B, H, peak, bandwidth)",
+    reference=_roofline_step_time,
+    cases=lambda: [Case((model, B, H, *roofs),
+                        show=f'model = "{model}", B = {B}, H = {H}, peak = {roofs[0]:.3g}, '
+                             f'bandwidth = {roofs[1]:.3g}')
+                   for model, B, H, roofs in (("lds", 16, 128, _BOOK_ROOFS),
+                                              ("lstm", 16, 128, _BOOK_ROOFS),
+                                              ("lds", 64, 128, _BOOK_ROOFS),
+                                              ("lstm", 64, 128, _BOOK_ROOFS),
+                                              ("lstm", 1, 256, _ROUND_ROOFS),
+                                              ("lds", 4, 32, _ROUND_ROOFS))],
+    compare=_exact,
+    difficulty=1,
+    hint="count the operations and the bytes of the step as the page does, then take the larger of "
+         "operations / peak and bytes / bandwidth.",
+    hints=("the LDS scans H/2 complex channels per row, 8 operations and 16 bytes each, and reads its "
+           "H/2 transitions once per step; the LSTM's step is one (B x H) . (H x 4H) product that "
+           "reads W_hh and h and writes 4H numbers per row, 4 bytes each.",),
+)
+
+
+def _chunked_depth(n, chunks):
+    import numpy as np
+
+    from rnnlab.kernels import scan_algorithms as sa
+
+    return sa.chunked_scan(np.ones(n), np.zeros(n), chunks).depth
+
+
+exercise(
+    "ex-scans-chunks", notebook=NB4, name="chunked_depth",
+    signature="chunked_depth(n, chunks)",
+    reference=_chunked_depth,
+    cases=lambda: [Case((n, p), show=f"n = {n}, chunks = {p}")
+                   for n, p in ((4096, 16), (4096, 1), (10, 4), (12, 9), (7, 7), (1, 1))],
+    difficulty=2,
+    hint="depth counts steps with at least one combine, not combines: go through the three "
+         "phases of sa.chunked_scan (reduce, carry scan, rescan) and ask how many steps each "
+         "takes for these n and chunks.",
+    hints=("count the steps with at least one combine in each phase: the longest chunk "
+         "decides the reduce and the rescan, only the chunks that are not empty take "
+         "part in the carry scan, and with one chunk there is no carry to apply.",),
+    fixed=True,
+)
+
+
+def _matching_depth(B, H, peak, bandwidth):
+    from rnnlab.bench.roofline import roofline_time, step_cost
+
+    lstm = roofline_time(*step_cost("lstm", B, H), peak, bandwidth)
+    depth = 1
+    while roofline_time(*step_cost("ldstack", B, H, depth), peak, bandwidth) < lstm:
+        depth += 1
+    return depth
+
+
+exercise(
+    "ex-speed-layer", notebook=NB4, name="matching_depth",
+    signature="matching_depth(B, H, peak, bandwidth)",
+    reference=_matching_depth,
+    cases=lambda: [Case((B, H, *roofs),
+                        show=f"B = {B}, H = {H}, peak = {roofs[0]:.3g}, bandwidth = {roofs[1]:.3g}")
+                   for B, H, roofs in ((16, 128, _BOOK_ROOFS), (64, 128, _BOOK_ROOFS),
+                                       (1, 128, _BOOK_ROOFS), (16, 256, _ROUND_ROOFS),
+                                       (2, 8, (50e9, 10e9)))],
+    difficulty=2,
+    hint="write the fused stack's operations and bytes per step as functions of the depth k, "
+         "take the roofline's time of each, and increase k until it reaches the LSTM's.",
+    hints=("a further layer adds 17 operations and 8 bytes per complex channel and row; the drive "
+           "is read once for all layers; the stack reads 12 bytes of transitions per channel and "
+           "step (lambda and |lambda|^2), the LDS 8.",),
+)
+
+
 # ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
 # Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
 
@@ -430,3 +528,22 @@ def _modal_lds_hidden(rng):
 @hidden("ex-lds-delay")
 def _delay_hidden(rng):
     return [Case((int(k),)) for k in rng.choice(range(3, 60), size=2, replace=False)]
+
+
+@hidden("ex-speed-batch")
+def _step_time_hidden(rng):
+    H = 2 * int(rng.integers(8, 200))
+    return [Case((model, int(rng.integers(1, 100)), H, float(rng.uniform(10e9, 200e9)),
+                  float(rng.uniform(2e9, 50e9)))) for model in ("lds", "lstm")]
+
+
+@hidden("ex-scans-chunks")
+def _chunks_hidden(rng):
+    return [Case((int(n), int(p))) for n, p in ((rng.integers(20, 5000), rng.integers(2, 40)),
+                                               (rng.integers(12, 30), rng.integers(2, 12)))]
+
+
+@hidden("ex-speed-layer")
+def _matching_depth_hidden(rng):
+    return [Case((int(rng.integers(1, 64)), 2 * int(rng.integers(8, 128)), float(rng.uniform(20e9, 100e9)),
+                  float(rng.uniform(3e9, 30e9)))) for _ in range(2)]

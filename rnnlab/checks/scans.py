@@ -181,24 +181,8 @@ exercise(
 )
 
 
-def _chunked_depth(n, chunks):
-    return _counting_scan("chunked_scan", n, chunks).depth
-
-
-exercise(
-    "ex-scans-chunks", notebook=NB2, name="chunked_depth",
-    signature="chunked_depth(n, chunks)",
-    reference=_chunked_depth,
-    cases=lambda: [Case((n, p), show=f"n = {n}, chunks = {p}")
-                   for n, p in ((4096, 16), (4096, 1), (10, 4), (12, 9), (7, 7), (1, 1))],
-    hint="depth counts steps with at least one combine, not combines: go through the three "
-         "phases of sa.chunked_scan (reduce, carry scan, rescan) and ask how many steps each "
-         "takes for these n and chunks.",
-    hints=("count the steps with at least one combine in each phase: the longest chunk "
-         "decides the reduce and the rescan, only the chunks that are not empty take "
-         "part in the carry scan, and with one chunk there is no carry to apply.",),
-    fixed=True,
-)
+# ex-scans-chunks (the chunked scan's depth) moved with the CUDA kernels to the Performance page,
+# book/lds/04_speed: it is declared in rnnlab/checks/lds.py.
 
 
 # ------------------------------------------------------------ hidden cases (python -m rnnlab grade)
@@ -240,9 +224,3 @@ def _shared_hidden(rng):
     import torch
 
     return [Case(_seeded_problem(rng, 2, 5, 3, dtype, shared_a=True)) for dtype in (torch.float64, torch.complex128)]
-
-
-@hidden("ex-scans-chunks")
-def _chunks_hidden(rng):
-    return [Case((int(n), int(p))) for n, p in ((rng.integers(20, 5000), rng.integers(2, 40)),
-                                               (rng.integers(12, 30), rng.integers(2, 12)))]

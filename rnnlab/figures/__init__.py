@@ -30,6 +30,7 @@ from . import contraction, lowrank, scans
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
 from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/03_copy_memory
+from . import performance  # the roofline of book/lds/04_speed, the Performance page
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
@@ -37,7 +38,7 @@ FIGURES = {
     "affine_steps": (scans.affine_steps, "book/scans/figures/affine_steps.svg"),
     "scan_tree": (scans.scan_tree, "book/scans/figures/scan_tree.svg"),
     "backward_scan": (scans.backward_scan, "book/scans/figures/backward_scan.svg"),
-    "kernel_layout": (scans.kernel_layout, "book/scans/figures/kernel_layout.svg"),
+    "kernel_layout": (scans.kernel_layout, "book/lds/figures/kernel_layout.svg"),
     "slope_box": (contraction.slope_box, "book/contraction/figures/slope_box.svg"),
     "theorem7_ellipses": (contraction.theorem7_ellipses, "book/contraction/figures/theorem7_ellipses.svg"),
     "combo_net_blocks": (contraction.combo_net_blocks, "book/contraction/figures/combo_net_blocks.svg"),
@@ -53,6 +54,7 @@ FIGURES = {
     "lds_ldstack_staircase": (lds_figures.ldstack_staircase, "book/lds/figures/ldstack_staircase.svg"),
     "lds_copy_timeline": (lds_copy.copy_timeline, "book/lds/figures/copy_timeline.svg"),
     "lds_delay_phasors": (lds_copy.delay_phasors, "book/lds/figures/delay_phasors.svg"),
+    "lds_roofline": (performance.roofline, "book/lds/figures/roofline.svg"),
     "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
