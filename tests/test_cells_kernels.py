@@ -10,16 +10,15 @@ and σ(x) = (1 + tanh(x/2)) / 2 (see :mod:`rnnlab.kernels.cells_cpu`); they are 
 float64 reference on the same inputs, at 1e-4 of the reference's scale: states are bounded by 1
 and errors of a few float32 ulps per step stay far below that over these lengths.
 """
-import math
-
 import numpy as np
 import pytest
 import torch
 
+from kernel_cases import F64, assert_close_scaled, backends, cell_case
 from rnnlab.kernels import cells_cpu, recurrent_cell, recurrent_cell_ref
 from rnnlab.kernels.cells_torch import GATES, KINDS
 
-F64 = torch.float64
+# Relative to the reference's largest value (see the module docstring).
 TOL = {torch.float32: 1e-4, torch.float64: 1e-10}
 # (B, T, H): single steps, batches and units; B = 5 and 9 give a block of four plus a remainder;
 # H = 13 and 37 are multiples of nothing the vectoriser uses.
@@ -27,16 +26,8 @@ SHAPES = [(1, 1, 1), (2, 1, 5), (1, 7, 3), (5, 6, 13), (9, 5, 37)]
 
 
 def _inputs(kind, B, T, H, seed, dtype=F64):
-    gen = torch.Generator().manual_seed(seed)
-    G = GATES[kind]
-    xp = torch.randn(B, T, G, H, generator=gen, dtype=F64)
-    W = torch.randn(G, H, H, generator=gen, dtype=F64) * (1.5 / math.sqrt(H))
-    h0 = 0.5 * torch.randn(B, H, generator=gen, dtype=F64)
-    c0 = torch.randn(B, H, generator=gen, dtype=F64) if kind == "lstm" else None
-    w_h = torch.randn(B, T, H, generator=gen, dtype=F64)
-    w_c = torch.randn(B, T, H, generator=gen, dtype=F64)
-    cast = [None if x is None else x.to(dtype) for x in (xp, W, h0, c0)]
-    return cast, (w_h.to(dtype), w_c.to(dtype))
+    xp, W, h0, c0, w_h, w_c = cell_case(kind, B, T, H, seed, dtype)
+    return [xp, W, h0, c0], (w_h, w_c)
 
 
 def _values_and_grads(fn, kind, args, weights, use_cs=True):
@@ -53,25 +44,16 @@ def _values_and_grads(fn, kind, args, weights, use_cs=True):
     return [hs.detach(), None if cs is None else cs.detach()] + grads
 
 
-def _cpu(kind, xp, W, h0, c0):
-    return recurrent_cell(kind, xp, W, h0, c0, backend="cpu")
-
-
 NAMES = ("hs", "cs", "grad xp", "grad W", "grad h0", "grad c0")
 
 
-def _assert_close_scaled(got, ref, dtype, what):
-    got, ref = got.detach().to(F64), ref.detach().to(F64)
-    assert got.shape == ref.shape, f"{what}: shape {tuple(got.shape)} != {tuple(ref.shape)}"
-    assert torch.isfinite(got).all(), f"{what}: not finite"
-    scale = max(1.0, ref.abs().max().item())
-    err = (got - ref).abs().max().item()
-    assert err <= TOL[dtype] * scale, f"{what}: max |error| {err:.3g} > {TOL[dtype] * scale:.3g}"
-
-
-def _compare(kind, B, T, H, dtype, seed, use_cs=True):
+def _compare(kind, B, T, H, dtype, seed, use_cs=True, backend="cpu"):
     args, weights = _inputs(kind, B, T, H, seed, dtype)
-    got = _values_and_grads(_cpu, kind, args, weights, use_cs)
+
+    def op(kind, xp, W, h0, c0):
+        return recurrent_cell(kind, xp, W, h0, c0, backend=backend)
+
+    got = _values_and_grads(op, kind, args, weights, use_cs)
     ref_args = [None if x is None else x.to(F64) for x in args]
     ref = _values_and_grads(recurrent_cell_ref, kind, ref_args, [w.to(F64) for w in weights], use_cs)
     for name, x, y in zip(NAMES, got, ref):
@@ -79,14 +61,15 @@ def _compare(kind, B, T, H, dtype, seed, use_cs=True):
             assert x is None, f"{name}: expected None for kind={kind!r}"
             continue
         assert x.dtype == dtype, f"{name}: dtype {x.dtype}"
-        _assert_close_scaled(x, y, dtype, f"{kind} {dtype} (B, T, H)={(B, T, H)} {name}")
+        assert_close_scaled(x, y, dtype, f"{backend} {kind} {dtype} (B, T, H)={(B, T, H)} {name}", TOL[dtype])
 
 
+@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_cpu_matches_autograd_through_reference(kind, dtype):
+def test_backend_matches_autograd_through_reference(kind, dtype, backend):
     for i, (B, T, H) in enumerate(SHAPES):
-        _compare(kind, B, T, H, dtype, seed=100 * i + len(kind))
+        _compare(kind, B, T, H, dtype, seed=100 * i + len(kind), backend=backend)
 
 
 def test_lstm_loss_on_hs_only():
@@ -127,7 +110,7 @@ def test_kernel_interface_matches_torch_backend(kind):
             torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12, msg=lambda m: f"{name}: {m}")
 
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("kind", KINDS)
 def test_gradcheck(kind, backend):
     (xp, W, h0, c0), _ = _inputs(kind, 2, 3, 3, seed=5)

@@ -11,32 +11,16 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import rnnlab
+from kernel_cases import F64, TOL, backends, memory_case, memory_shapes as _shapes  # noqa: F401
 from rnnlab.kernels import NeuralMemory, neural_memory, neural_memory_backward_ref, neural_memory_ref
 
 KINDS = ["stack", "queue", "deque"]
-BACKENDS = ["torch", "cpu"]
-TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-12)}
-F64 = torch.float64
-
-
-def _shapes(kind, B, T, m):
-    if kind == "deque":
-        return (B, T, 2, m), (B, T, 2)
-    return (B, T, m), (B, T)
+BACKENDS = backends()
 
 
 def _inputs(kind, B, T, m, dtype, seed, controls="uniform", requires_grad=False):
-    """Random values and controls. ``controls``: ``uniform`` in [0, 1];
-    ``interior`` in [0.05, 0.95]; ``grid`` on {0, 1/4, .., 1} (exact sums: ties)."""
-    gen = torch.Generator().manual_seed(seed)
-    vs, ds = _shapes(kind, B, T, m)
-    v = torch.randn(vs, generator=gen, dtype=F64)
-    d, u = torch.rand(ds, generator=gen, dtype=F64), torch.rand(ds, generator=gen, dtype=F64)
-    if controls == "interior":
-        d, u = 0.05 + 0.9 * d, 0.05 + 0.9 * u
-    elif controls == "grid":
-        d, u = (4 * d).round() / 4, (4 * u).round() / 4
-    out = [x.to(dtype) for x in (v, d, u)]
+    """Random values and controls (:func:`kernel_cases.memory_case`)."""
+    out = memory_case(kind, B, T, m, dtype, seed, controls)
     return [x.requires_grad_() for x in out] if requires_grad else out
 
 

@@ -4,38 +4,18 @@ autograd-differentiated reference ``linear_scan_ref``.
 The CUDA kernels are tested in ``tests/cudasim`` (numba's simulator, separate
 process) and compiled for real GPUs in ``tests/test_ptx.py``.
 """
-import numba
+import subprocess
+import sys
+import textwrap
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from kernel_cases import A_FORMS, DTYPES, TOL, backends
+from kernel_cases import make_a as _make_a, randn as _randn
 from rnnlab.kernels import linear_scan, linear_scan_ref
 from rnnlab.kernels import scan_cpu, scan_torch
-
-DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
-# Tolerances per dtype: |a| < 1 and T <= 24 keep round-off at a few ulps per step.
-TOL = {
-    torch.float32: dict(rtol=1e-4, atol=1e-5),
-    torch.complex64: dict(rtol=1e-4, atol=1e-5),
-    torch.float64: dict(rtol=1e-10, atol=1e-12),
-    torch.complex128: dict(rtol=1e-10, atol=1e-12),
-}
-A_FORMS = ["BTC", "TC", "C"]   # a: (B, T, C), shared over the batch, time-invariant
-
-
-def _randn(shape, dtype, gen):
-    return torch.randn(shape, dtype=dtype, generator=gen)
-
-
-def _make_a(form, B, T, C, dtype, gen):
-    """Coefficients with |a| < 1 (a stable recurrence) in the requested broadcast form."""
-    shape = {"BTC": (B, T, C), "TC": (T, C), "C": (C,)}[form]
-    mag = 0.95 * torch.rand(shape, dtype=torch.float64, generator=gen)
-    if dtype.is_complex:
-        phase = 2 * torch.pi * torch.rand(shape, dtype=torch.float64, generator=gen)
-        return torch.polar(mag, phase).to(dtype)
-    sign = torch.where(torch.rand(shape, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
-    return (mag * sign).to(dtype)
 
 
 def _noncontiguous(x, how):
@@ -54,10 +34,10 @@ def _noncontiguous(x, how):
 
 
 # ---------------------------------------------------------------------------
-# gradcheck: the hand-written backward passes of backends "torch" and "cpu".
+# gradcheck: the hand-written backward passes of every backend that runs here.
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 @pytest.mark.parametrize("form", A_FORMS)
 @pytest.mark.parametrize("reverse", [False, True])
@@ -77,8 +57,8 @@ def test_gradcheck(backend, dtype, form, reverse, with_h0):
 
 
 # ---------------------------------------------------------------------------
-# Property tests: the CPU kernel agrees with the reference and the torch loop
-# on random shapes (T = 1, B = 1, C = 1 included), dtypes, layouts.
+# Property tests: every backend agrees with the reference (and autograd
+# through it) on random shapes (T = 1, B = 1, C = 1 included), dtypes, layouts.
 # ---------------------------------------------------------------------------
 
 cases = st.fixed_dictionaries(dict(
@@ -107,17 +87,16 @@ def _inputs(case, requires_grad=False):
     return tensors
 
 
+@pytest.mark.parametrize("backend", backends())
 @settings(max_examples=40, deadline=None)
 @given(case=cases)
-def test_cpu_matches_reference_and_torch(case):
+def test_backend_matches_reference(backend, case):
     a, b, h0 = _inputs(case)
     rev = case["reverse"]
-    h_cpu = linear_scan(a, b, h0, reverse=rev, backend="cpu")
+    h = linear_scan(a, b, h0, reverse=rev, backend=backend)
     h_ref = linear_scan_ref(a, b, h0, reverse=rev)
-    h_torch = linear_scan(a, b, h0, reverse=rev, backend="torch")
-    assert h_cpu.shape == b.shape and h_cpu.dtype == b.dtype
-    torch.testing.assert_close(h_cpu, h_ref, **TOL[case["dtype"]])
-    torch.testing.assert_close(h_cpu, h_torch, **TOL[case["dtype"]])
+    assert h.shape == b.shape and h.dtype == b.dtype
+    torch.testing.assert_close(h, h_ref, **TOL[case["dtype"]])
 
 
 def _grads(fn, case):
@@ -129,11 +108,12 @@ def _grads(fn, case):
     return [x.grad if x is not None else None for x in (a, b, h0)]
 
 
+@pytest.mark.parametrize("backend", backends())
 @settings(max_examples=30, deadline=None)
 @given(case=cases)
-def test_cpu_gradients_match_autograd_through_reference(case):
+def test_backend_gradients_match_autograd_through_reference(backend, case):
     rev = case["reverse"]
-    g_cpu = _grads(lambda a, b, h0: linear_scan(a, b, h0, reverse=rev, backend="cpu"), case)
+    g_cpu = _grads(lambda a, b, h0: linear_scan(a, b, h0, reverse=rev, backend=backend), case)
     g_ref = _grads(lambda a, b, h0: linear_scan_ref(a, b, h0, reverse=rev), case)
     for name, x, y in zip(("a", "b", "h0"), g_cpu, g_ref):
         if y is None:
@@ -215,13 +195,66 @@ def test_parallel_path(dtype, B, T, C):
                                    linear_scan_ref(a, b, h0, reverse=reverse), **TOL[dtype])
 
 
-def test_numba_threads_do_not_exceed_torch():
-    assert numba.get_num_threads() <= torch.get_num_threads()
+def test_importing_the_kernels_changes_no_thread_count_and_kernels_keep_torchs():
+    """In a fresh process: importing rnnlab's kernels leaves numba's and torch's thread counts alone;
+    a thread count set on torch before or after the import survives the first kernel, which
+    starts numba's pool (starting it resets OpenMP's count, shared with torch), and the kernel runs
+    on at most torch's threads."""
+    code = textwrap.dedent("""
+        import torch
+        torch.set_num_threads(1)
+        import numba
+        default = numba.config.NUMBA_NUM_THREADS
+        from numba.np.ufunc import parallel
+        import rnnlab.kernels.scan_cpu
+        from rnnlab.kernels import _backend, linear_scan
+        assert not parallel._is_initialized, "importing the kernels started numba's pool"
+        assert torch.get_num_threads() == 1
+        seen = []
+        _backend.run_parallel(lambda: seen.append(numba.get_num_threads()), 10**9, 64, 0)
+        assert torch.get_num_threads() == 1, torch.get_num_threads()
+        assert numba.get_num_threads() == default, (numba.get_num_threads(), default)
+        assert seen == [1], seen
+        torch.set_num_threads(2)
+        a, b = torch.rand(64), torch.randn(2, 600, 64)
+        linear_scan(a, b, backend="cpu")
+        assert torch.get_num_threads() == 2
+        print("ok")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["ok"]
+
+
+def test_run_parallel_sizes_the_pool_per_call():
+    """Small problems run on one thread, large ones on torch's current count (at most the batch);
+    numba's thread count is the same afterwards."""
+    from rnnlab.kernels import _backend
+    import numba
+
+    def threads_seen(work, B):
+        seen = []
+        _backend.run_parallel(lambda: seen.append(numba.get_num_threads()), work, B, 100)
+        return seen[0]
+
+    before, torch_threads = numba.get_num_threads(), torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert threads_seen(10**6, 8) == 1
+    finally:
+        torch.set_num_threads(torch_threads)
+    expected = min(before, torch_threads)
+    assert threads_seen(10**6, 8) == expected
+    assert threads_seen(10**6, 1) == 1                            # one batch row: one thread
+    assert threads_seen(99, 8) == 1                               # below serial_below
+    assert numba.get_num_threads() == before
 
 
 def test_thread_count_restored_and_torch_threads_followed():
     """Small problems run on one thread, large ones on torch's current count;
     numba's thread count is the same afterwards."""
+    import numba
+
     before, torch_threads = numba.get_num_threads(), torch.get_num_threads()
     a, b = torch.rand(64), torch.randn(2, 600, 64)                # above SERIAL_BELOW
     ref = linear_scan_ref(a, b)
@@ -236,79 +269,111 @@ def test_thread_count_restored_and_torch_threads_followed():
 
 
 # ---------------------------------------------------------------------------
-# Large outputs reuse the memory of freed outputs (scan_cpu.empty).
+# Large outputs reuse the memory of freed outputs (scan_cpu.empty), tested
+# through what a user sees: exact results, no page faults, views that stay
+# valid, no deadlock when outputs die in another thread or in a garbage
+# collection.
 # ---------------------------------------------------------------------------
 
-@pytest.fixture
-def reuse_small_outputs(monkeypatch):
-    """Every output goes through the pool of freed blocks, however small; the pool starts empty."""
-    monkeypatch.setattr(scan_cpu, "REUSE_MIN_BYTES", 1)
-    scan_cpu.empty_cache()
-    yield
-    scan_cpu.empty_cache()
+def _page_faults():
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", A_FORMS)
-def test_reused_memory_gives_the_same_results_and_gradients(reuse_small_outputs, dtype, form):
-    """Outputs written into recycled blocks (holding the previous call's values) are
-    still exact: the kernels write every element; repeated calls agree with the reference."""
-    case = dict(B=3, T=17, C=37, dtype=dtype, form=form, with_h0=True, layout="contiguous", seed=7)
+def test_repeated_large_calls_give_the_same_results_and_gradients(dtype, form):
+    """Outputs of 1 MiB and more are written into the memory of earlier outputs (holding their
+    values): the kernels still write every element; repeated calls agree with the reference."""
+    case = dict(B=2, T=64, C=2048, dtype=dtype, form=form, with_h0=True, layout="contiguous", seed=7)
     a, b, h0 = _inputs(case)
-    ref = linear_scan_ref(a, b, h0)
+    ref = linear_scan(a, b, h0, backend="torch")
     g_ref = _grads(lambda a, b, h0: linear_scan(a, b, h0, backend="torch"), case)
     for _ in range(3):
         torch.testing.assert_close(linear_scan(a, b, h0, backend="cpu"), ref, **TOL[dtype])
         for x, y in zip(_grads(lambda a, b, h0: linear_scan(a, b, h0, backend="cpu"), case), g_ref):
             torch.testing.assert_close(x, y, **TOL[dtype])
-    assert scan_cpu._free_blocks                                  # the calls did recycle memory
 
 
-def test_a_block_is_reused_only_once_every_view_is_gone(reuse_small_outputs):
-    a, b = torch.rand(4, 8, 16), torch.randn(4, 8, 16)
-    ref = linear_scan_ref(a, b)
-    h = linear_scan(a, b, backend="cpu")
-    ptr, view = h.data_ptr(), h[1:]
+def test_a_large_output_takes_the_pages_of_a_freed_one():
+    """A 64 MiB output (above glibc's largest mmap threshold, so a fresh one is mapped anew and
+    page-faults on each of its 16384 pages when the kernel first writes it) reuses a freed
+    output's pages: later calls fault on almost none."""
+    a, b = torch.full((4096,), 0.5), torch.ones(4, 1024, 4096)
+    faults = []
+    for _ in range(4):
+        before = _page_faults()
+        h = linear_scan(a, b, backend="cpu")
+        faults.append(_page_faults() - before)
+        del h
+    assert min(faults[1:]) < 16384 // 8, faults
+
+
+def test_a_view_keeps_its_memory_from_being_reused():
+    """An output's memory is reused only once every tensor and view using it is gone."""
+    a = torch.rand(4, 64, 1024)
+    b1, b2 = torch.randn(4, 64, 1024), torch.randn(4, 64, 1024)
+    ref1 = linear_scan(a, b1, backend="torch")
+    h = linear_scan(a, b1, backend="cpu")
+    view = h[1:]
     del h
-    h2 = linear_scan(a, b, backend="cpu")                         # the first block is still in use
-    assert h2.data_ptr() != ptr
-    torch.testing.assert_close(view, ref[1:])
+    h2 = linear_scan(a, b2, backend="cpu")                       # must not write over the view
+    torch.testing.assert_close(view, ref1[1:])
+    torch.testing.assert_close(h2, linear_scan(a, b2, backend="torch"))
     del view
-    h3 = linear_scan(a, b, backend="cpu")                         # now it is free again
-    assert h3.data_ptr() == ptr
-    torch.testing.assert_close(h3, ref)
-    torch.testing.assert_close(h2, ref)
+    h3 = linear_scan(a, b1, backend="cpu")
+    torch.testing.assert_close(h3, ref1)
+    torch.testing.assert_close(h2, linear_scan(a, b2, backend="torch"))
 
 
-def test_a_block_freed_while_the_pool_is_busy_waits_and_is_reused(reuse_small_outputs):
-    """An output freed while the pool's lock is held (another thread, or a garbage
-    collection inside the pool's own code) never waits for the lock: its block is
-    parked and joins the pool at the next allocation."""
-    x = scan_cpu.empty((4, 8, 16), torch.float32)
-    ptr = x.data_ptr()
-    with scan_cpu._free_lock:
+def test_outputs_freed_in_other_threads_and_in_garbage_collections():
+    """Outputs die in other threads and inside garbage collections (which may run in the middle
+    of an allocation): no deadlock, every result exact."""
+    import gc
+    import threading
+
+    a = torch.rand(2, 64, 2048)
+    bs = [torch.randn(2, 64, 2048, generator=torch.Generator().manual_seed(k)) for k in range(3)]
+    refs = [linear_scan(a, b, backend="torch") for b in bs]
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(6):
+                h = linear_scan(a, bs[(k + i) % 3], backend="cpu")
+                cycle = [h]
+                cycle.append(cycle)                      # freed by a garbage collection, somewhere
+                torch.testing.assert_close(h, refs[(k + i) % 3])
+                del h, cycle
+        except BaseException as exc:                     # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)                            # collections at almost every allocation
+    try:
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+        assert not any(t.is_alive() for t in threads), "deadlock: a thread did not finish"
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.collect()
+    assert not errors, errors[0]
+
+
+def test_empty_gives_ordinary_tensors_and_empty_cache_gives_memory_back():
+    for shape, dtype in (((4, 8, 16), torch.float32), ((64, 64, 64), torch.complex64)):
+        x = scan_cpu.empty(shape, dtype)
+        assert x.shape == shape and x.dtype == dtype and x.is_contiguous() and x.device.type == "cpu"
+        x.fill_(1)
+        assert bool((x == 1).all())
         del x
-        assert len(scan_cpu._pending) == 1 and not scan_cpu._free_blocks
-    y = scan_cpu.empty((4, 8, 16), torch.float32)
-    assert y.data_ptr() == ptr and not scan_cpu._pending
-
-
-def test_reuse_is_bounded_and_can_be_turned_off(reuse_small_outputs, monkeypatch):
-    x = scan_cpu.empty((4, 8, 16), torch.complex64)
-    assert x.shape == (4, 8, 16) and x.dtype == torch.complex64 and x.is_contiguous()
-    del x
-    assert sum(blk.numel() for blk in scan_cpu._free_blocks) == 4 * 8 * 16 * 8
-    monkeypatch.setattr(scan_cpu, "REUSE_MAX_BYTES", 3000)        # room for one (16, 16) float64 block
-    kept = [scan_cpu.empty((16, 16), torch.float64) for _ in range(3)]
-    del kept
-    assert sum(blk.numel() for blk in scan_cpu._free_blocks) <= 3000
     scan_cpu.empty_cache()
-    assert not scan_cpu._free_blocks
-    monkeypatch.setattr(scan_cpu, "REUSE_MAX_BYTES", 0)           # off: plain torch.empty
-    y = scan_cpu.empty((4, 8, 16), torch.float32)
-    assert y.untyped_storage().resizable()
-    del y
-    assert not scan_cpu._free_blocks
+    a, b = torch.rand(2, 64, 2048), torch.randn(2, 64, 2048)
+    torch.testing.assert_close(linear_scan(a, b, backend="cpu"), linear_scan(a, b, backend="torch"))
 
 
 def test_auto_is_cpu_for_cpu_tensors():
@@ -318,7 +383,7 @@ def test_auto_is_cpu_for_cpu_tensors():
     torch.testing.assert_close(linear_scan(a, b), linear_scan(a, b, backend="cpu"), rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 def test_lazy_conj_and_neg_views(backend):
     """torch's lazy conj()/neg() views are read correctly (NumPy cannot hold them)."""
     gen = torch.Generator().manual_seed(3)
@@ -336,7 +401,7 @@ def test_known_values():
     b = torch.ones(1, 6, 1, dtype=torch.float64)
     t = torch.arange(1, 7, dtype=torch.float64)
     expected = (2 - 2.0 ** (1 - t)).view(1, 6, 1)
-    for backend in ("torch", "cpu"):
+    for backend in backends():
         torch.testing.assert_close(linear_scan(a, b, backend=backend), expected)
         torch.testing.assert_close(linear_scan(a, b, reverse=True, backend=backend), expected.flip(1))
 

@@ -9,30 +9,15 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from kernel_cases import DTYPES, SINGLE, TOL, WIDE, backends, randn, stack_case
 from rnnlab.kernels import linear_scan, linear_scan_ref, modal_stack_scan, modal_stack_scan_ref
 from rnnlab.kernels import stack_scan_cpu, stack_scan_torch
 from rnnlab.models.ldstack import modal_transitions, squash_factor
 
-DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
-TOL = {
-    torch.float32: dict(rtol=1e-4, atol=1e-5),
-    torch.complex64: dict(rtol=1e-4, atol=1e-5),
-    torch.float64: dict(rtol=1e-10, atol=1e-12),
-    torch.complex128: dict(rtol=1e-10, atol=1e-12),
-}
-
 
 def _make(B, T, C, dtype, gen, with_h0=True, max_mag=0.98):
     """λ with |λ| < max_mag, a drive large enough that α is far from 1, h0 (or None)."""
-    mag = max_mag * torch.rand(C, dtype=torch.float64, generator=gen)
-    if dtype.is_complex:
-        lam = torch.polar(mag, 2 * torch.pi * torch.rand(C, dtype=torch.float64, generator=gen))
-        b = torch.randn(B, T, C, dtype=torch.complex128, generator=gen)
-    else:
-        lam = mag * torch.where(torch.rand(C, dtype=torch.float64, generator=gen) < 0.5, -1.0, 1.0)
-        b = torch.randn(B, T, C, dtype=torch.float64, generator=gen)
-    h0 = 2 * torch.randn(B, C, dtype=b.dtype, generator=gen) if with_h0 else None
-    return lam.to(dtype), (2 * b).to(dtype), None if h0 is None else h0.to(dtype)
+    return stack_case(B, T, C, 1, dtype, gen, with_h0, max_mag)[:3]
 
 
 def _composition(lam, b, depth, h0=None):
@@ -76,7 +61,7 @@ def test_reference_corrections_bite():
     assert (layers[1] - layers[2]).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("with_h0", [False, True])
 def test_depth_one_is_linear_scan(backend, dtype, with_h0):
@@ -86,10 +71,10 @@ def test_depth_one_is_linear_scan(backend, dtype, with_h0):
 
 
 # ---------------------------------------------------------------------------
-# gradcheck: the hand-written backward passes of backends "torch" and "cpu".
+# gradcheck: the hand-written backward passes of every backend that runs here.
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 @pytest.mark.parametrize("depth", [1, 2, 3])
 @pytest.mark.parametrize("with_h0", [False, True])
@@ -107,8 +92,8 @@ def test_gradcheck(backend, dtype, depth, with_h0, return_layers):
 
 
 # ---------------------------------------------------------------------------
-# Property tests: the CPU kernel and the torch backend agree with the
-# reference loop and autograd through it on random shapes.
+# Property tests: every backend that runs here agrees with the reference
+# loop and autograd through it on random shapes.
 # ---------------------------------------------------------------------------
 
 cases = st.fixed_dictionaries(dict(
@@ -130,9 +115,6 @@ def _inputs(case):
     if case["transposed"]:
         b = b.transpose(1, 2).contiguous().transpose(1, 2)
     return [x.detach().requires_grad_() if x is not None else None for x in (lam, b, h0)]
-
-
-WIDE = {torch.float32: torch.float64, torch.complex64: torch.complex128}
 
 
 def _run(fn, case, upcast=False):
@@ -175,29 +157,29 @@ def _assert_as_accurate(x, ref, truth, tol, what):
 # the kernel and the reference round in different orders and may differ by more than
 # rtol 1e-4 (a random float32 case: 2.2e-4). Such a case passes when the kernel is at
 # least as close to the double-precision truth as the reference is (_assert_as_accurate).
+@pytest.mark.parametrize("backend", backends())
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(case=cases)
-def test_backends_match_autograd_through_reference(case):
+def test_backends_match_autograd_through_reference(backend, case):
     depth, rl, tol = case["depth"], case["return_layers"], TOL[case["dtype"]]
 
     def reference(lam, b, h0):
         return modal_stack_scan_ref(lam, b, depth, h0, return_layers=rl)
 
     ref_out, ref_grads = _run(reference, case)
-    truth_grads = _run(reference, case, upcast=True)[1] if case["dtype"] in WIDE else [None] * 3
-    for backend in ("cpu", "torch"):
-        out, grads = _run(lambda lam, b, h0: modal_stack_scan(lam, b, depth, h0, backend=backend,
-                                                              return_layers=rl), case)
-        assert len(out) == len(ref_out)
-        for x, y in zip(out, ref_out):
-            assert x.shape == y.shape and x.dtype == y.dtype
-            torch.testing.assert_close(x, y, **tol)
-        for name, x, y, t in zip(("lam", "b", "h0"), grads, ref_grads, truth_grads):
-            if y is None:
-                assert x is None, name
-            else:
-                assert x.shape == y.shape and x.dtype == y.dtype, name
-                _assert_as_accurate(x, y, t, tol, f"{backend} grad {name}")
+    truth_grads = _run(reference, case, upcast=True)[1] if case["dtype"] in SINGLE else [None] * 3
+    out, grads = _run(lambda lam, b, h0: modal_stack_scan(lam, b, depth, h0, backend=backend,
+                                                          return_layers=rl), case)
+    assert len(out) == len(ref_out)
+    for x, y in zip(out, ref_out):
+        assert x.shape == y.shape and x.dtype == y.dtype
+        torch.testing.assert_close(x, y, **tol)
+    for name, x, y, t in zip(("lam", "b", "h0"), grads, ref_grads, truth_grads):
+        if y is None:
+            assert x is None, name
+        else:
+            assert x.shape == y.shape and x.dtype == y.dtype, name
+            _assert_as_accurate(x, y, t, tol, f"{backend} grad {name}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -210,15 +192,12 @@ def test_cpu_kernel_channel_blocks_match_torch_backend(dtype, block):
     lam, b, h0 = _make(B, T, C, dtype, gen)
     last, inner = stack_scan_torch.forward(lam, b, depth, h0)
     got_last, got_inner = torch.empty_like(last), torch.empty_like(inner)
-    lam2 = stack_scan_cpu._abs2(lam)
+    lam2 = stack_scan_torch.abs2(lam)
     stack_scan_cpu.forward_kernel(lam.numpy(), lam2.numpy(), b.numpy(), h0.numpy(), depth, block,
                                   got_last.numpy(), got_inner.numpy())
     torch.testing.assert_close(got_last, last, **TOL[dtype])
     torch.testing.assert_close(got_inner, inner, **TOL[dtype])
-    g_last = torch.randn(last.shape, dtype=torch.complex128, generator=gen).to(dtype) if dtype.is_complex \
-        else torch.randn(last.shape, dtype=dtype, generator=gen)
-    g_inner = torch.randn(inner.shape, dtype=g_last.dtype, generator=gen) if not dtype.is_complex \
-        else torch.randn(inner.shape, dtype=torch.complex128, generator=gen).to(dtype)
+    g_last, g_inner = randn(last.shape, dtype, gen), randn(inner.shape, dtype, gen)
     for gi in (None, g_inner):
         ref = stack_scan_torch.backward(lam, last, inner, h0, g_last, gi)
         got = stack_scan_cpu.backward(lam, last, inner, h0, g_last, gi)
@@ -231,10 +210,8 @@ def test_cpu_kernel_channel_blocks_match_torch_backend(dtype, block):
 def test_parallel_path(dtype, B, T, C):
     """Problems whose k layers hold more than SERIAL_BELOW elements run on
     every thread (B = 1: split channels)."""
-    from rnnlab.kernels import scan_cpu
-
     assert stack_scan_cpu._work(B, T, C, 4) == (B, 4 * T, C)
-    assert B * 4 * T * C >= scan_cpu.SERIAL_BELOW
+    assert B * 4 * T * C >= stack_scan_cpu.SERIAL_BELOW
     case = dict(B=B, T=T, C=C, depth=4, dtype=dtype, with_h0=True, return_layers=False, transposed=False, seed=5)
     out, grads = _run(lambda lam, b, h0: modal_stack_scan(lam, b, 4, h0, backend="cpu"), case)
     ref_out, ref_grads = _run(lambda lam, b, h0: modal_stack_scan(lam, b, 4, h0, backend="torch"), case)
@@ -247,7 +224,7 @@ def test_parallel_path(dtype, B, T, C):
 # Details of the autograd Function.
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 def test_gradient_of_an_inner_layer_only(backend):
     """A loss on layer 1 only: layer k receives no gradient (None inside autograd)."""
     lam, b, h0 = _make(2, 6, 5, torch.complex128, torch.Generator().manual_seed(6))
@@ -279,7 +256,7 @@ def test_return_layers_shapes_and_auto_backend():
     torch.testing.assert_close(modal_stack_scan(lam, b, 4, h0), layers[-1], rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("backend", ["torch", "cpu"])
+@pytest.mark.parametrize("backend", backends())
 def test_lazy_conj_views(backend):
     lam, b, h0 = _make(2, 6, 3, torch.complex64, torch.Generator().manual_seed(8))
     got = modal_stack_scan(lam.conj(), b.conj(), 3, h0.conj(), backend=backend)

@@ -35,6 +35,42 @@ The ratio to compare with is the traffic ratio. For ``a`` of form BTC the
 forward reads ``a`` and ``b`` and writes ``h`` (3 arrays); the backward
 reads ``a``, ``h``, ``g`` and writes ``G`` and ``grad_a`` (5): 8/3 = 2.67.
 For ``a`` of form C (shared, negligible): 2 and 3 arrays, 5/2 = 2.5.
+
+What this found at (16, 1024, 256) float32 (2 cores, 32 MiB L3): autograd
+runs the backward on the calling thread (no hand-off), nothing is copied,
+and the kernels' ratio with the cache evicted is the traffic ratio. Two
+things pushed the warm plain ratio above it: the warm forward pass runs
+partly from the L3 cache while the backward gains less, and about
+0.3-0.6 ms per call is neither kernel (validation, autograd, and Python that
+runs with caches just flushed by the kernels), against a forward pass of
+about 1 ms (at tiny sizes all of it costs 70 us).
+
+History: what the CPU kernel's design choices (:mod:`rnnlab.kernels.scan_cpu`)
+were measured to buy when they were made, on a 2-core machine (timings go
+stale; rerun ``python -m rnnlab.bench scan`` and this benchmark):
+
+- channels walked in the direction time runs (prefetchers follow one stream):
+  reverse scans 1.4x faster for float32, 1.6x for complex64;
+- unsigned channel indices (no negative-index check in the inner loop, which
+  kept LLVM from vectorising it): 1.7x faster for float32;
+- the direction of time a compile-time constant: the backward kernel at
+  (16, 1024, 256) took 5-14x the forward kernel's time for float32 and
+  1.8-10x for complex64 while the direction was a run-time argument, against
+  1.3-2.3x after (it moves 5 arrays to the forward pass's 3);
+- large outputs reusing freed outputs' memory
+  (:mod:`rnnlab.kernels._outputs`): a fresh block page-faults on each 4 KiB
+  page when first written, about 0.4 ms per MiB there. At (16, 1024, 256) a
+  complex64 forward pass took 12-25 ms with a fresh 32 MiB output and 2-3 ms
+  with reuse; with float32 (16 MiB outputs) forward+backward faulted 0-27 MiB
+  per call depending on the process, the main reason its time varied from 3x
+  to 10x the forward pass's from one process to the next. Counted again when
+  the pool moved to its own module (page faults per call, allocator defaults,
+  median of 6 calls): glibc raises its mmap threshold after the first free of
+  a large block, up to 32 MiB, so outputs below that mostly come back from its
+  heap without faults, pool or not; at 32 MiB per array (16, 1024, 256)
+  complex64 a forward pass faulted 8193 times (every page of ``h``) without
+  the pool and 0 with it, forward+backward 32772 times against 8193 (the
+  rest is torch's own allocations).
 """
 import json
 import statistics
@@ -57,14 +93,13 @@ def _child(cfg):
 
     from rnnlab import linear_scan
     from rnnlab.kernels import scan_cpu
-    from rnnlab.kernels.scan import _as_3d
 
     from .scan import DTYPES, _fwdbwd, _inputs
 
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])
     a, b, g = _inputs(cfg["B"], cfg["T"], cfg["C"], DTYPES[cfg["dtype"]], "cpu", cfg["seed"], cfg["a_form"])
-    a3 = _as_3d(a).contiguous()
+    a3 = a.reshape((1,) * (3 - a.dim()) + tuple(a.shape)).contiguous()     # (Ba, Ta, C), as linear_scan passes it
     h = scan_cpu.forward(a3, b, None, False)
     junk = torch.zeros(FLUSH_BYTES // 4)
 

@@ -8,7 +8,8 @@ from .._cache import use_user_numba_cache
 
 use_user_numba_cache()
 
-from .scan import linear_scan, cuda_simulator_enabled  # noqa: E402
+from ._backend import cuda_simulator_enabled  # noqa: E402
+from .scan import linear_scan  # noqa: E402
 from .scan_torch import linear_scan_ref
 from .stack_scan import modal_stack_scan
 from .stack_scan_torch import modal_stack_scan_ref

@@ -15,20 +15,12 @@ backward through time. The matrices' gradient ``∂L/∂W[g] = Σ_{b,t} δpre_g 
 is then one matrix product over all steps (:func:`.cells_torch.weight_grad`),
 and the input drive's gradient is ``δpre`` itself.
 """
-import importlib
-
 import torch
 from torch.autograd.function import once_differentiable
 
 from . import cells_torch
+from ._backend import REAL_DTYPES as DTYPES, backend_module, check_dtype, check_like, check_tensor, resolve_backend
 from .cells_torch import GATES, KINDS
-from .dispatch import resolve_backend
-
-DTYPES = (torch.float32, torch.float64)
-
-
-def _backend_module(name):
-    return importlib.import_module(f"rnnlab.kernels.cells_{name}")
 
 
 def check_kind(kind, name):
@@ -42,8 +34,7 @@ def _check_inputs(kind, xp, W, h0, c0, backend):
     name = "recurrent_cell"
     G = check_kind(kind, name)
     for arg, x in (("xp", xp), ("W", W), ("h0", h0)):
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(x).__name__}")
+        check_tensor(x, arg, name)
     if xp.dim() != 4 or xp.shape[2] != G:
         raise ValueError(f"{name}: for kind={kind!r} xp must have shape (B, T, {G}, H) (the input drive of "
                          f"each of its {G} gates), got {tuple(xp.shape)}")
@@ -58,21 +49,15 @@ def _check_inputs(kind, xp, W, h0, c0, backend):
     if kind == "lstm":
         if c0 is None:
             raise ValueError(f"{name}: kind='lstm' needs the initial cell state c0 (B, H)")
-        if not isinstance(c0, torch.Tensor):
-            raise TypeError(f"{name}: c0 must be a torch.Tensor, got {type(c0).__name__}")
+        check_tensor(c0, "c0", name)
         if tuple(c0.shape) != (B, H):
             raise ValueError(f"{name}: c0 must have shape (B, H) = {(B, H)}, got {tuple(c0.shape)}")
     elif c0 is not None:
         raise ValueError(f"{name}: c0 is the LSTM's cell state; kind={kind!r} has none (pass c0=None)")
-    if xp.dtype not in DTYPES:
-        raise TypeError(f"{name}: xp has dtype {xp.dtype}; expected float32 or float64")
+    check_dtype(xp, "xp", name, DTYPES)
     for arg, x in (("W", W), ("h0", h0), ("c0", c0)):
-        if x is None:
-            continue
-        if x.dtype != xp.dtype:
-            raise TypeError(f"{name}: {arg} has dtype {x.dtype} but xp has {xp.dtype}; they must match")
-        if x.device != xp.device:
-            raise ValueError(f"{name}: {arg} is on {x.device} but xp is on {xp.device}; they must be on one device")
+        if x is not None:
+            check_like(x, arg, xp, "xp", name)
     return resolve_backend(xp.device, backend, name)
 
 
@@ -81,7 +66,7 @@ class RecurrentCellFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, xp, W, h0, c0, kind, backend):
-        mod = _backend_module(backend)
+        mod = backend_module("cells", backend)
         with torch.no_grad():
             xp_, W_, h0_ = xp.detach().contiguous(), W.detach().contiguous(), h0.detach().contiguous()
             c0_ = None if c0 is None else c0.detach().contiguous()
@@ -99,7 +84,7 @@ class RecurrentCellFunction(torch.autograd.Function):
             g_hs = torch.zeros_like(hs)
         g_hs = g_hs.contiguous()
         g_cs = None if g_cs is None else g_cs.contiguous()
-        g_pre, g_h0, g_c0 = _backend_module(ctx.backend).backward(
+        g_pre, g_h0, g_c0 = backend_module("cells", ctx.backend).backward(
             ctx.kind, W, h0, c0, hs, cs, acts, g_hs, g_cs)
         g_W = cells_torch.weight_grad(ctx.kind, h0, hs, acts, g_pre) if ctx.needs_input_grad[1] else None
         return (g_pre if ctx.needs_input_grad[0] else None, g_W,

@@ -75,7 +75,7 @@ import torch
 from numba import njit, prange, types
 from numba.extending import overload
 
-from .dispatch import as_numpy, run_parallel
+from ._backend import as_numpy, run_parallel
 
 KIND_CODES = {"rnn": 0, "lstm": 1, "gru": 2, "cfc": 3}
 RNN, LSTM, GRU, CFC = 0, 1, 2, 3
@@ -554,8 +554,7 @@ def backward_kernel(kind, WT, h0, c0, hs, cs, acts, g_hs, g_cs, has_gcs, g_pre, 
 # Torch wrappers (the backend interface of :mod:`.cells_torch`).
 # ---------------------------------------------------------------------------
 
-def _np(t):
-    return as_numpy(t)
+_np = as_numpy
 
 
 def _run(kernel, work, B, *args):

@@ -28,7 +28,7 @@ up to :data:`MAX_H` (checked, with a clear error, before any launch).
 Only what numba's CUDA simulator runs is used: shared memory and
 ``syncthreads``, no warp shuffles, no atomics. Real GPUs: tensors are wrapped
 without copying and kernels are launched on torch's current stream
-(:func:`rnnlab.kernels.scan_cuda.launch_kernel`). Under
+(:func:`rnnlab.kernels._backend.launch_kernel`). Under
 ``NUMBA_ENABLE_CUDASIM=1`` CPU tensors are accepted and the kernels get NumPy
 views. Every kernel is compiled to PTX in the tests (:func:`kernel_signatures`);
 float32 kernels compute in float32 (``math.tanh``/``math.exp`` of a float32
@@ -44,15 +44,9 @@ import math
 
 import torch
 
-from .scan import cuda_simulator_enabled
-from .scan_cuda import launch_kernel
+from ._backend import cuda_simulator_enabled, launch, numba_cuda
 
-try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
-    from numba import cuda
-    _IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - depends on the install
-    cuda = None
-    _IMPORT_ERROR = exc
+cuda = numba_cuda()     # None without numba-cuda: an error on use only (launch)
 
 KIND_CODES = {"rnn": 0, "lstm": 1, "gru": 2, "cfc": 3}
 RNN, LSTM, GRU, CFC = 0, 1, 2, 3
@@ -230,23 +224,6 @@ KERNELS = {
 # Compiling and launching.
 # ---------------------------------------------------------------------------
 
-def _require_cuda():
-    if cuda is None:
-        raise ImportError(
-            "recurrent_cell: backend='cuda' needs numba-cuda (pip install 'numba-cuda[cu12]')"
-        ) from _IMPORT_ERROR
-
-
-_jitted = {}
-
-
-def _kernel(name):
-    _require_cuda()
-    if name not in _jitted:
-        _jitted[name] = cuda.jit(KERNELS[name], cache=True)
-    return _jitted[name]
-
-
 def kernel_signatures():
     """Every ``(name, python_function, signature)`` this backend can launch (float32 and float64),
     for ``numba.cuda.compile_ptx``."""
@@ -276,7 +253,7 @@ def _none(like, dims):
 
 
 def _launch(name, B, like, args):
-    launch_kernel(_kernel(name), B, THREADS, like, args, "recurrent_cell")
+    launch(KERNELS[name], B, THREADS, like, args, "recurrent_cell")
 
 
 def forward(kind, xp, W, h0, c0):

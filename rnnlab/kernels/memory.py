@@ -18,20 +18,13 @@ The backward pass is written by hand from the backward dynamics (derivation
 in :mod:`.memory_torch`); autograd never differentiates through a kernel.
 The whole-sequence op and the step op call the same per-step kernels.
 """
-import importlib
-
 import torch
 from torch.autograd.function import once_differentiable
 
+from ._backend import REAL_DTYPES as DTYPES, backend_module, check_dtype, check_like, check_tensor, resolve_backend
 from .memory_torch import HEADS, values_buffer, values_grad
-from .dispatch import resolve_backend
 
 KINDS = ("stack", "queue", "deque")
-DTYPES = (torch.float32, torch.float64)
-
-
-def _backend_module(name):
-    return importlib.import_module(f"rnnlab.kernels.memory_{name}")
 
 
 # ---------------------------------------------------------------------------
@@ -43,11 +36,6 @@ def check_kind(kind, name):
     if not isinstance(kind, str) or kind not in KINDS:
         raise ValueError(f"{name}: kind must be one of {KINDS}, got {kind!r}")
     return HEADS[kind]
-
-
-def _check_tensor(x, arg, name):
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name}: {arg} must be a torch.Tensor, got {type(x).__name__}")
 
 
 def check_controls(d, u, names, name):
@@ -72,7 +60,7 @@ def _check_inputs(kind, v, d, u, backend):
     name = "neural_memory"
     H = check_kind(kind, name)
     for arg, x in (("v", v), ("d", d), ("u", u)):
-        _check_tensor(x, arg, name)
+        check_tensor(x, arg, name)
     heads = "; index 0 = top, 1 = bottom" if H == 2 else ""
     if v.dim() != 2 + H or (H == 2 and v.shape[2] != 2):
         other = " (that is the shape for kind='deque')" if H == 1 and v.dim() == 4 else ""
@@ -87,13 +75,9 @@ def _check_inputs(kind, v, d, u, backend):
         if tuple(x.shape) != want:
             raise ValueError(f"{name}: for kind={kind!r} {arg} must have shape {_shape_text(kind, 'd')}={want} "
                              f"to match v {tuple(v.shape)}{heads}, got {tuple(x.shape)}")
-    if v.dtype not in DTYPES:
-        raise TypeError(f"{name}: v has dtype {v.dtype}; expected float32 or float64")
+    check_dtype(v, "v", name, DTYPES)
     for arg, x in (("d", d), ("u", u)):
-        if x.dtype != v.dtype:
-            raise TypeError(f"{name}: {arg} has dtype {x.dtype} but v has {v.dtype}; they must match")
-        if x.device != v.device:
-            raise ValueError(f"{name}: {arg} is on {x.device} but v is on {v.device}; they must be on one device")
+        check_like(x, arg, v, "v", name)
     check_controls(d, u, ("d", "u"), name)
     return resolve_backend(v.device, backend, name)
 
@@ -107,7 +91,7 @@ class NeuralMemoryFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, v, d, u, kind, backend):
-        mod = _backend_module(backend)
+        mod = backend_module("memory", backend)
         H = HEADS[kind]
         B, T = d.shape[:2]
         with torch.no_grad():
@@ -129,7 +113,7 @@ class NeuralMemoryFunction(torch.autograd.Function):
             g_r = torch.zeros(B, T, H, V.shape[2], dtype=V.dtype, device=V.device)
         g_r = g_r.reshape(B, T, H, V.shape[2]).contiguous()
         g_S = None if g_S is None else g_S.contiguous()
-        g_V, g_d, g_u = _backend_module(ctx.backend).backward(ctx.kind, V, d3, u3, S, g_r, g_S)
+        g_V, g_d, g_u = backend_module("memory", ctx.backend).backward(ctx.kind, V, d3, u3, S, g_r, g_S)
         gv = values_grad(ctx.kind, g_V) if ctx.needs_input_grad[0] else None
         return (gv, g_d.reshape(ctx.d_shape) if ctx.needs_input_grad[1] else None,
                 g_u.reshape(ctx.d_shape) if ctx.needs_input_grad[2] else None, None, None)
@@ -348,7 +332,7 @@ class NeuralMemory:
         self.batch_size, self.max_steps, self.value_size = B, T, m
         self.dtype, self.device = dtype, device
         values = torch.zeros(B, H * T, m, dtype=dtype, device=device)
-        self._store = _Store(kind, _backend_module(self.backend), values)
+        self._store = _Store(kind, backend_module("memory", self.backend), values)
         self._strengths = torch.zeros(B, H * T, dtype=dtype, device=device)
         self._t = 0
 
@@ -370,7 +354,7 @@ class NeuralMemory:
     def _check_step(self, v_t, d_t, u_t):
         name = "NeuralMemory.step"
         for arg, x in (("v_t", v_t), ("d_t", d_t), ("u_t", u_t)):
-            _check_tensor(x, arg, name)
+            check_tensor(x, arg, name)
         B, m = self.batch_size, self.value_size
         want_v = (B, m) if self.heads == 1 else (B, 2, m)
         want_d = (B,) if self.heads == 1 else (B, 2)

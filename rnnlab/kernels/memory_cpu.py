@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from .dispatch import as_numpy, run_parallel
+from ._backend import as_numpy, run_parallel
 
 KIND_CODES = {"stack": 0, "queue": 1, "deque": 2}
 STACK, QUEUE, DEQUE = 0, 1, 2
@@ -303,8 +303,7 @@ def step_backward_serial(kind, t, T, s_prev, s, V, d, u, gr, gs, gV, gd, gu):
 # Torch wrappers (the backend interface of :mod:`.memory_torch`).
 # ---------------------------------------------------------------------------
 
-def _np(t):
-    return as_numpy(t)
+_np = as_numpy
 
 
 def _run(kernel, work, B, *args):

@@ -25,7 +25,7 @@ the whole-sequence kernels loop over the steps and the step kernels (for
 ``NeuralMemory.step``) run one.
 
 Real GPUs: tensors are wrapped without copying and kernels are launched on
-torch's current stream (:func:`rnnlab.kernels.scan_cuda.launch_kernel`). Under
+torch's current stream (:func:`rnnlab.kernels._backend.launch_kernel`). Under
 ``NUMBA_ENABLE_CUDASIM=1`` CPU tensors are accepted and the kernels get
 NumPy views. Every kernel is compiled to PTX in the tests
 (:func:`kernel_signatures`). This backend has not yet been run on a real GPU
@@ -33,18 +33,12 @@ NumPy views. Every kernel is compiled to PTX in the tests
 through ``compile_ptx``.
 """
 import torch
+from numba import types
 
 from . import memory_cpu
-from .scan import cuda_simulator_enabled
-from .scan_cuda import launch_kernel
+from ._backend import cuda_simulator_enabled, launch, numba_cuda
 
-try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
-    from numba import cuda, types
-    _IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - depends on the install
-    cuda = None
-    types = None
-    _IMPORT_ERROR = exc
+cuda = numba_cuda()     # None without numba-cuda: an error on use only (launch)
 
 KIND_CODES = {"stack": 0, "queue": 1, "deque": 2}
 STACK, QUEUE, DEQUE = 0, 1, 2
@@ -304,23 +298,6 @@ KERNELS = {
 # Compiling and launching.
 # ---------------------------------------------------------------------------
 
-def _require_cuda():
-    if cuda is None:
-        raise ImportError(
-            "neural_memory: backend='cuda' needs numba-cuda (pip install 'numba-cuda[cu12]')"
-        ) from _IMPORT_ERROR
-
-
-_jitted = {}
-
-
-def _kernel(name):
-    _require_cuda()
-    if name not in _jitted:
-        _jitted[name] = cuda.jit(KERNELS[name], cache=True)
-    return _jitted[name]
-
-
 def kernel_signatures():
     """Every ``(name, python_function, signature)`` this backend can launch (float32 and float64),
     for ``numba.cuda.compile_ptx``."""
@@ -340,7 +317,7 @@ def kernel_signatures():
 
 
 def _launch(name, B, like, args):
-    launch_kernel(_kernel(name), B, THREADS, like, args, "neural_memory")
+    launch(KERNELS[name], B, THREADS, like, args, "neural_memory")
 
 
 def _work(B, W, like):

@@ -10,74 +10,19 @@ implement ``forward``/``backward`` as documented in :mod:`.scan_torch`:
 The backward pass is itself a linear scan running the other way in time, so
 every backend computes it with the same kind of kernel as the forward pass.
 """
-import importlib
-import os
-
 import numpy as np
 import torch
 
-BACKENDS = ("auto", "torch", "cpu", "cuda")
-DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
-# The double-precision dtype in which the kernels sum gradients of shared parameters.
-WIDE_DTYPES = {torch.float32: torch.float64, torch.float64: torch.float64,
-               torch.complex64: torch.complex128, torch.complex128: torch.complex128}
-
-
-def cuda_simulator_enabled():
-    """True when numba's CUDA simulator is switched on (``NUMBA_ENABLE_CUDASIM=1``)."""
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-
-
-def _backend_module(name):
-    return importlib.import_module(f"rnnlab.kernels.scan_{name}")
-
-
-def check_b(b, name):
-    """Validate the ``(B, T, C)`` input ``b`` of the op ``name``; return its shape."""
-    if not isinstance(b, torch.Tensor):
-        raise TypeError(f"{name}: b must be a torch.Tensor, got {type(b).__name__}")
-    if b.dim() != 3:
-        raise ValueError(f"{name}: b must have shape (B, T, C) (3 dims), got {tuple(b.shape)}")
-    B, T, C = b.shape
-    if T == 0 or B == 0 or C == 0:
-        raise ValueError(f"{name}: b must have B, T, C >= 1, got {tuple(b.shape)}")
-    if b.dtype not in DTYPES:
-        raise TypeError(f"{name}: b has dtype {b.dtype}; expected one of float32, float64, complex64, complex128")
-    return B, T, C
-
-
-def check_h0_and_backend(b, h0, backend, name):
-    """Validate the initial state ``h0`` (``(B, C)`` or None) and ``backend`` of
-    the op ``name`` against ``b``; return the backend name to use."""
-    B, T, C = b.shape
-    if h0 is not None:
-        if not isinstance(h0, torch.Tensor):
-            raise TypeError(f"{name}: h0 must be a torch.Tensor or None, got {type(h0).__name__}")
-        if tuple(h0.shape) != (B, C):
-            raise ValueError(f"{name}: h0 must have shape (B, C)={(B, C)}, got {tuple(h0.shape)}")
-        if h0.dtype != b.dtype:
-            raise TypeError(f"{name}: h0 has dtype {h0.dtype} but b has {b.dtype}; they must match")
-        if h0.device != b.device:
-            raise ValueError(f"{name}: h0 is on {h0.device} but b is on {b.device}; they must be on one device")
-    if backend not in BACKENDS:
-        raise ValueError(f"{name}: backend must be one of {BACKENDS}, got {backend!r}")
-    if backend == "auto":
-        return "cuda" if b.is_cuda else "cpu"
-    if backend == "cpu" and b.is_cuda:
-        raise ValueError(f"{name}: backend='cpu' needs CPU tensors, got CUDA tensors; use backend='cuda' or 'auto'")
-    if backend == "cuda" and not b.is_cuda and not cuda_simulator_enabled():
-        raise ValueError(
-            f"{name}: backend='cuda' needs CUDA tensors (no GPU tensors given); use backend='cpu' or 'auto', "
-            "or set NUMBA_ENABLE_CUDASIM=1 to run the CUDA kernels in numba's simulator")
-    return backend
+from ._backend import backend_module, check_b, check_h0, check_like, check_tensor, resolve_backend
+# Kept importable from here, where they were first defined (they live in ._backend now).
+from ._backend import BACKENDS, DTYPES, WIDE_DTYPES, cuda_simulator_enabled  # noqa: F401
 
 
 def _check_inputs(a, b, h0, backend):
     """Validate the arguments of :func:`linear_scan`; return the backend name to use."""
     name = "linear_scan"
     B, T, C = check_b(b, name)
-    if not isinstance(a, torch.Tensor):
-        raise TypeError(f"{name}: a must be a torch.Tensor, got {type(a).__name__}")
+    check_tensor(a, "a", name)
     if a.dtype != b.dtype:
         raise TypeError(f"{name}: a has dtype {a.dtype} but b has {b.dtype}; they must match")
     allowed = {3: (B, T, C), 2: (T, C), 1: (C,)}
@@ -85,9 +30,9 @@ def _check_inputs(a, b, h0, backend):
         raise ValueError(
             f"{name}: a must have shape (B, T, C)={allowed[3]}, (T, C)={allowed[2]} or (C,)={allowed[1]} "
             f"to match b; got {tuple(a.shape)}")
-    if a.device != b.device:
-        raise ValueError(f"{name}: a is on {a.device} but b is on {b.device}; they must be on one device")
-    return check_h0_and_backend(b, h0, backend, name)
+    check_like(a, "a", b, "b", name)
+    check_h0(b, h0, name)
+    return resolve_backend(b.device, backend, name)
 
 
 def _as_3d(a):
@@ -114,7 +59,7 @@ class LinearScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, h0, reverse, backend):
-        mod = _backend_module(backend)
+        mod = backend_module("scan", backend)
         a3 = _as_3d(a).contiguous()
         b = b.contiguous()
         h0c = None if h0 is None else h0.contiguous()
@@ -129,7 +74,7 @@ class LinearScan(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         a3, h, h0 = ctx.saved_tensors
-        mod = _backend_module(ctx.backend)
+        mod = backend_module("scan", ctx.backend)
         G, grad_a, grad_h0 = mod.backward(a3, h, g.contiguous(), h0, ctx.reverse)
         ga = _reduce_to(grad_a, ctx.a_shape) if ctx.needs_input_grad[0] else None
         gh0 = grad_h0 if (h0 is not None and ctx.needs_input_grad[2]) else None

@@ -48,67 +48,9 @@ import contextlib
 
 import torch
 
-from .scan import cuda_simulator_enabled
+from ._backend import cuda_simulator_enabled, launch, launch_kernel, numba_cuda  # noqa: F401 (launch_kernel)
 
-try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
-    from numba import cuda
-    _IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - depends on the install
-    cuda = None
-    _IMPORT_ERROR = exc
-
-
-
-def _serialise_simulator_shared_arrays():
-    """Make the CUDA simulator's ``cuda.shared.array`` safe for its threads.
-
-    The simulator runs every thread of a block as a Python thread and gives
-    them one array per call site through a check-then-set on a dict
-    (``FakeCUDAShared.array``: ``get``, then ``np.empty`` and store when
-    missing), with no lock. Two threads that both find the site missing each
-    get an array of their own, so the block's "shared" memory is not shared
-    and a reduction or a broadcast through it is silently wrong. It happens
-    rarely (a thread switch inside that window): once in a fresh run of
-    ``make test``, in a neural_memory test; widening the window with a sleep
-    makes it happen every time. This wraps the method in a lock; on a GPU
-    nothing changes. Applied at import when ``NUMBA_ENABLE_CUDASIM=1``.
-    """
-    import sys
-    import threading
-
-    try:
-        from numba.cuda.simulator import kernelapi
-        FakeCUDAShared = kernelapi.FakeCUDAShared
-    except (ImportError, AttributeError):   # pragma: no cover - another numba-cuda layout
-        return
-    if getattr(FakeCUDAShared.array, "_rnnlab_locked", False):
-        return
-    unlocked = FakeCUDAShared.array
-    lock = threading.Lock()
-
-    def array(self, shape, dtype, alignment=None):
-        if alignment is not None or shape == 0:        # errors, and dynamic shared memory: no per-site dict
-            return unlocked(self, shape, dtype, alignment)
-        import numpy as np
-
-        if isinstance(dtype, kernelapi.types.Type):
-            dtype = kernelapi.numpy_support.as_dtype(dtype)
-        caller = sys._getframe(1)                      # the call site names the array, as upstream
-        site = (caller.f_code.co_filename, caller.f_lineno)
-        with lock:
-            res = self._allocations.get(site)
-            if res is None:
-                res = np.empty(shape, dtype)
-                self._allocations[site] = res
-        return res
-
-    array._rnnlab_locked = True
-    array.__doc__ = unlocked.__doc__
-    FakeCUDAShared.array = array
-
-
-if cuda_simulator_enabled() and cuda is not None:
-    _serialise_simulator_shared_arrays()
+cuda = numba_cuda()     # None without numba-cuda: an error on use only (launch)
 
 # Launch configuration. Shared-memory shapes must be compile-time constants,
 # so CHUNKS and CHUNK_CHANNELS are read when a kernel is first compiled. The
@@ -379,25 +321,6 @@ def use_kernel(name):
         KERNEL = old
 
 
-def _require_cuda():
-    if cuda is None:
-        raise ImportError(
-            "linear_scan: backend='cuda' needs numba-cuda (pip install 'numba-cuda[cu12]')"
-        ) from _IMPORT_ERROR
-
-
-_jitted = {}
-
-
-def _kernel(name):
-    """The cuda.jit dispatcher of a kernel, created on first use (compiled
-    for each signature at its first launch, and cached on disk)."""
-    _require_cuda()
-    if name not in _jitted:
-        _jitted[name] = cuda.jit(KERNELS[name], cache=True)
-    return _jitted[name]
-
-
 def kernel_signatures():
     """Every ``(name, python_function, signature)`` this backend can launch.
 
@@ -427,41 +350,11 @@ def _launch_config(kind, B, C):
     return B * groups, (CHUNK_CHANNELS, CHUNKS)
 
 
-def _plain(t):
-    """Detached, contiguous, without torch's lazy conj/neg bits (no copy if already so)."""
-    return t.detach().resolve_conj().resolve_neg().contiguous()
-
-
 def _launch(name, kind, like, args):
     """Launch kernel ``{name}_{kind}`` on tensors ``args`` (None passes through)."""
-    _require_cuda()
     B, T, C = like.shape
     grid, block = _launch_config(kind, B, C)
-    launch_kernel(_kernel(f"{name}_{kind}"), grid, block, like, args, "linear_scan")
-
-
-def launch_kernel(kernel, grid, block, like, args, op):
-    """Launch a cuda.jit ``kernel`` on ``args`` (tensors are wrapped, other values
-    pass through) for the op named ``op``, on the device of the tensor ``like``.
-
-    Shared by every CUDA op of :mod:`rnnlab.kernels`."""
-    if cuda_simulator_enabled():
-        # The simulator takes NumPy arrays (views of the CPU tensors: the
-        # kernels write straight into the torch outputs).
-        if like.is_cuda:
-            raise ValueError(f"{op}: under NUMBA_ENABLE_CUDASIM=1 backend='cuda' takes CPU tensors")
-        conv = [_plain(x).numpy() if isinstance(x, torch.Tensor) else x for x in args]
-        kernel[grid, block](*conv)
-        return
-    if not like.is_cuda:
-        raise ValueError(f"{op}: backend='cuda' needs CUDA tensors")
-    with cuda.gpus[like.device.index]:
-        # Zero-copy views (__cuda_array_interface__ refuses tensors that
-        # require grad, hence detach), launched on torch's current stream so
-        # the kernel is ordered with torch's own work.
-        conv = [cuda.as_cuda_array(_plain(x)) if isinstance(x, torch.Tensor) else x for x in args]
-        stream = cuda.external_stream(torch.cuda.current_stream(like.device).cuda_stream)
-        kernel[grid, block, stream](*conv)
+    launch(KERNELS[f"{name}_{kind}"], grid, block, like, args, "linear_scan")
 
 
 def _h0_arg(h0, like):

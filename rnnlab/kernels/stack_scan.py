@@ -21,35 +21,26 @@ One autograd Function dispatches to three interchangeable backends:
 - ``"cpu"``:   :mod:`rnnlab.kernels.stack_scan_cpu`, numba ``njit(parallel=True)``;
 - ``"cuda"``:  :mod:`rnnlab.kernels.stack_scan_cuda`, numba-cuda kernels.
 """
-import importlib
-
 import torch
 
-from .scan import check_b, check_h0_and_backend
-
-
-def _backend_module(name):
-    return importlib.import_module(f"rnnlab.kernels.stack_scan_{name}")
+from ._backend import backend_module, check_b, check_h0, check_like, check_tensor, resolve_backend
 
 
 def _check_inputs(lam, b, depth, h0, backend):
     """Validate the arguments of :func:`modal_stack_scan`; return the backend name to use."""
     name = "modal_stack_scan"
     B, T, C = check_b(b, name)
-    if not isinstance(lam, torch.Tensor):
-        raise TypeError(f"{name}: lam must be a torch.Tensor, got {type(lam).__name__}")
+    check_tensor(lam, "lam", name)
     if tuple(lam.shape) != (C,):
         raise ValueError(f"{name}: lam must have shape (C,)={(C,)} to match b {tuple(b.shape)}, "
                          f"got {tuple(lam.shape)}")
-    if lam.dtype != b.dtype:
-        raise TypeError(f"{name}: lam has dtype {lam.dtype} but b has {b.dtype}; they must match")
-    if lam.device != b.device:
-        raise ValueError(f"{name}: lam is on {lam.device} but b is on {b.device}; they must be on one device")
+    check_like(lam, "lam", b, "b", name)
     if isinstance(depth, bool) or not isinstance(depth, int):
         raise TypeError(f"{name}: depth must be an int, got {type(depth).__name__}")
     if depth < 1:
         raise ValueError(f"{name}: depth must be >= 1, got {depth}")
-    return check_h0_and_backend(b, h0, backend, name)
+    check_h0(b, h0, name)
+    return resolve_backend(b.device, backend, name)
 
 
 class ModalStackScan(torch.autograd.Function):
@@ -61,7 +52,7 @@ class ModalStackScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, lam, b, h0, depth, backend):
-        mod = _backend_module(backend)
+        mod = backend_module("stack_scan", backend)
         lam_c = lam.detach().contiguous()
         h0_c = None if h0 is None else h0.detach().contiguous()
         with torch.no_grad():
@@ -76,7 +67,7 @@ class ModalStackScan(torch.autograd.Function):
         lam, last, inner, h0 = ctx.saved_tensors
         if g_last is None:
             g_last = torch.zeros_like(last)
-        mod = _backend_module(ctx.backend)
+        mod = backend_module("stack_scan", ctx.backend)
         grad_lam, grad_b, grad_h0 = mod.backward(
             lam, last, inner, h0, g_last.contiguous(),
             None if (g_inner is None or inner.shape[2] == 0) else g_inner.contiguous())

@@ -26,7 +26,7 @@ caller sums them over the batch.
 
 The tricks of :mod:`.scan_cpu` apply: unsigned channel indices (no check for
 negative indices in the inner loop, which would block vectorisation), thread
-count matched to torch (:func:`.scan_cpu._run`), one thread for small
+count matched to torch (:func:`._backend.run_channel_blocks`), one thread for small
 problems. Two more keep the inner loops vectorised: they have no branches
 (the backward pass adds the loss gradients into the carries in a separate
 loop), and ``error_model="numpy"`` (a division by zero gives inf instead of
@@ -47,8 +47,11 @@ import torch
 from numba import njit, prange, types
 from numba.extending import intrinsic, overload
 
-from .scan import WIDE_DTYPES
-from .scan_cpu import _np, _run
+from ._backend import WIDE_DTYPES, as_numpy, run_channel_blocks
+from .stack_scan_torch import abs2
+
+# Problems whose k layers hold fewer elements (B * k*T * C) than this run on one thread.
+SERIAL_BELOW = 1 << 16
 
 
 # ---------------------------------------------------------------------------
@@ -258,13 +261,13 @@ def backward_kernel(lam, lam2, last, inner, h0, g_last, g_inner, has_g_inner, de
 # Torch wrappers.
 # ---------------------------------------------------------------------------
 
-def _abs2(lam):
-    return lam.real * lam.real + lam.imag * lam.imag if lam.is_complex() else lam * lam
-
-
 def _work(B, T, C, depth):
-    """The shape :func:`.scan_cpu._run` sizes the thread pool by: k layers of (B, T, C)."""
+    """The shape :func:`._run` sizes the thread pool by: k layers of (B, T, C)."""
     return (B, T * depth, C)
+
+
+def _run(kernel, shape, inputs, outputs):
+    run_channel_blocks(kernel, shape, SERIAL_BELOW, inputs, outputs)
 
 
 def forward(lam, b, depth, h0):
@@ -273,8 +276,8 @@ def forward(lam, b, depth, h0):
     inner = torch.empty((B, T, depth - 1, C), dtype=b.dtype)
     start = torch.zeros((B, C), dtype=b.dtype) if h0 is None else h0
     _run(forward_kernel, _work(B, T, C, depth),
-         (_np(lam), _np(_abs2(lam)), _np(b), _np(start), depth),
-         (_np(last), _np(inner)))
+         (as_numpy(lam), as_numpy(abs2(lam)), as_numpy(b), as_numpy(start), depth),
+         (as_numpy(last), as_numpy(inner)))
     return last, inner
 
 
@@ -290,9 +293,9 @@ def backward(lam, last, inner, h0, g_last, g_inner):
     has_g_inner = g_inner is not None
     g_inner_arr = g_inner if has_g_inner else torch.empty((0, 0, 0, 0), dtype=last.dtype)
     _run(backward_kernel, _work(B, T, C, depth),
-         (_np(lam), _np(_abs2(lam)), _np(last), _np(inner), _np(start), _np(g_last), _np(g_inner_arr),
-          has_g_inner, depth),
-         (_np(G), _np(direct), _np(through_c), _np(grad_h0)))
+         (as_numpy(lam), as_numpy(abs2(lam)), as_numpy(last), as_numpy(inner), as_numpy(start),
+          as_numpy(g_last), as_numpy(g_inner_arr), has_g_inner, depth),
+         (as_numpy(G), as_numpy(direct), as_numpy(through_c), as_numpy(grad_h0)))
     lam_w = lam.to(wide)
     grad_lam = (direct.sum(0) + 2 * lam_w * through_c.sum(0)).to(last.dtype)
     return grad_lam, G, (None if h0 is None else grad_h0)

@@ -17,10 +17,10 @@ over time and layers (the direct part and ``Σ p w``, see
 the batch (no atomics). Those partial sums are in the kernel's precision
 (float32 kernels never compute in double precision: slow on consumer GPUs).
 
-As in :mod:`.scan_cuda`: tensors are wrapped without copying and kernels are
-launched on torch's current stream on a real GPU; under numba's CUDA
-simulator (``NUMBA_ENABLE_CUDASIM=1``) CPU tensors are accepted and the
-kernels get NumPy views. Every kernel is compiled to PTX in the tests
+As for every CUDA op (:func:`._backend.launch_kernel`): tensors are wrapped
+without copying and kernels are launched on torch's current stream on a real
+GPU; under numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``) CPU tensors are
+accepted and the kernels get NumPy views. Every kernel is compiled to PTX in the tests
 (:func:`kernel_signatures`). ``h0`` is an array plus a flag ``has_h0`` (a
 0x0 placeholder when there is no initial state), ``g_inner`` likewise.
 """
@@ -28,15 +28,10 @@ import math
 
 import torch
 
-from .scan import WIDE_DTYPES, cuda_simulator_enabled
-from .scan_cuda import launch_kernel
+from ._backend import WIDE_DTYPES, cuda_simulator_enabled, launch, numba_cuda
+from .stack_scan_torch import abs2
 
-try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
-    from numba import cuda
-    _IMPORT_ERROR = None
-except ImportError as exc:  # pragma: no cover - depends on the install
-    cuda = None
-    _IMPORT_ERROR = exc
+cuda = numba_cuda()     # None without numba-cuda: an error on use only (launch)
 
 # Steps summed into a block sum before it is added to the running sums of dL/dλ (as on the CPU).
 FLUSH_STEPS = 16
@@ -170,24 +165,6 @@ KERNELS = {
 # Compiling and launching.
 # ---------------------------------------------------------------------------
 
-def _require_cuda():
-    if cuda is None:
-        raise ImportError(
-            "modal_stack_scan: backend='cuda' needs numba-cuda (pip install 'numba-cuda[cu12]')"
-        ) from _IMPORT_ERROR
-
-
-_jitted = {}
-
-
-def _kernel(name):
-    """The cuda.jit dispatcher of a kernel, created on first use."""
-    _require_cuda()
-    if name not in _jitted:
-        _jitted[name] = cuda.jit(KERNELS[name], cache=True)
-    return _jitted[name]
-
-
 def kernel_signatures():
     """Every ``(name, python_function, signature)`` this backend can launch
     (for ``numba.cuda.compile_ptx``; see ``tests/test_ptx.py``)."""
@@ -210,14 +187,9 @@ def kernel_signatures():
 
 def _launch(name, like, args):
     """Launch kernel ``name`` with one thread per (batch row, channel) of ``like`` (B, T, C)."""
-    _require_cuda()
     B, T, C = like.shape
     grid = (B * C + THREADS - 1) // THREADS
-    launch_kernel(_kernel(name), grid, THREADS, like, args, "modal_stack_scan")
-
-
-def _abs2(lam):
-    return lam.real * lam.real + lam.imag * lam.imag if lam.is_complex() else lam * lam
+    launch(KERNELS[name], grid, THREADS, like, args, "modal_stack_scan")
 
 
 def _placeholder(dims, like):
@@ -231,7 +203,7 @@ def forward(lam, b, depth, h0):
     inner = torch.empty((B, T, depth - 1, C), dtype=b.dtype, device=b.device)
     has_h0 = h0 is not None
     _launch("forward_sequential", b,
-            (lam.contiguous(), _abs2(lam).contiguous(), b, h0 if has_h0 else _placeholder(2, b), has_h0,
+            (lam.contiguous(), abs2(lam).contiguous(), b, h0 if has_h0 else _placeholder(2, b), has_h0,
              int(depth), last, inner))
     return last, inner
 
@@ -241,7 +213,7 @@ def forward(lam, b, depth, h0):
 def backward(lam, last, inner, h0, g_last, g_inner):
     B, T, C = last.shape
     depth = inner.shape[2] + 1
-    lam2 = _abs2(lam).contiguous()
+    lam2 = abs2(lam).contiguous()
     G = torch.empty_like(last)
     carry = torch.empty((depth, B, C), dtype=last.dtype, device=last.device)
     direct = torch.empty((B, C), dtype=last.dtype, device=last.device)

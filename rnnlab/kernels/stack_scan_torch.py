@@ -55,7 +55,7 @@ layers together, carrying for each layer the gradient that flows to step t-1.
 import torch
 
 
-def _abs2(z):
+def abs2(z):
     """|z|², real: ``re² + im²`` for complex tensors, ``z²`` for real ones."""
     return z.real * z.real + z.imag * z.imag if z.is_complex() else z * z
 
@@ -70,13 +70,13 @@ def modal_stack_scan_ref(lam, b, depth, h0=None, return_layers=False):
     """
     B, T, C = b.shape
     start = torch.zeros(B, C, dtype=b.dtype, device=b.device) if h0 is None else h0
-    c = _abs2(lam)                            # |λ|²: |λ s|² = c |s|²
+    c = abs2(lam)                            # |λ|²: |λ s|² = c |s|²
     s = [start] * depth                       # s^(1)_{t-1} .. s^(k)_{t-1}
     out = []
     for t in range(T):
         new = [lam * s[0] + b[:, t]]          # layer 1: the LDS
         for i in range(1, depth):             # layer i+1, corrected by layer i at t-1
-            alpha = torch.rsqrt(1 + c * _abs2(s[i - 1]))
+            alpha = torch.rsqrt(1 + c * abs2(s[i - 1]))
             new.append((alpha * lam) * s[i] + b[:, t])
         s = new
         out.append(torch.stack(s))            # (k, B, C)
@@ -100,7 +100,7 @@ def backward(lam, last, inner, h0, g_last, g_inner):
     k = inner.shape[2] + 1
     zeros = torch.zeros(B, C, dtype=last.dtype, device=last.device)
     start = zeros if h0 is None else h0
-    c = _abs2(lam)
+    c = abs2(lam)
     lam_conj = lam.conj()
 
     def state(i, t):                          # s^(i+1)_{t+1} (0-based layer i and time t; t = -1: h0)
@@ -129,7 +129,7 @@ def backward(lam, last, inner, h0, g_last, g_inner):
                 carry[i] = lam_conj * z + ext
             else:
                 below = state(i - 1, t - 1)
-                p = _abs2(below)
+                p = abs2(below)
                 alpha = torch.rsqrt(1 + c * p)
                 direct = direct + (alpha * q).sum(0)
                 u = (lam_conj * q).real                   # dL/dα

@@ -6,28 +6,18 @@ Run in its own process: ``NUMBA_ENABLE_CUDASIM=1 pytest tests/cudasim -q``. In t
 has ``THREADS = 8`` threads, so H = 5 gives some threads two units and every gate loop (G*H outputs)
 several rounds; B = 2 runs two blocks.
 """
-import math
-
 import pytest
 import torch
 
+from kernel_cases import F64, TOL, cell_case
 from rnnlab.kernels import cells_cuda, cells_torch, recurrent_cell, recurrent_cell_ref
-from rnnlab.kernels.cells_torch import GATES, KINDS
-
-F64 = torch.float64
-TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-12)}
+from rnnlab.kernels.cells_torch import KINDS
 
 
 def _inputs(kind, B, T, H, dtype, seed):
-    gen = torch.Generator().manual_seed(seed)
-    G = GATES[kind]
-    xp = torch.randn(B, T, G, H, generator=gen, dtype=F64)
-    W = torch.randn(G, H, H, generator=gen, dtype=F64) * (1.5 / math.sqrt(H))
-    h0 = 0.5 * torch.randn(B, H, generator=gen, dtype=F64)
-    c0 = torch.randn(B, H, generator=gen, dtype=F64) if kind == "lstm" else None
-    g_hs = torch.randn(B, T, H, generator=gen, dtype=F64)
-    g_cs = torch.randn(B, T, H, generator=gen, dtype=F64) if kind == "lstm" else None
-    return [None if x is None else x.to(dtype) for x in (xp, W, h0, c0, g_hs, g_cs)]
+    """``(xp, W, h0, c0, g_hs, g_cs)``, ``g_cs`` None but for the LSTM."""
+    xp, W, h0, c0, g_hs, g_cs = cell_case(kind, B, T, H, seed, dtype)
+    return xp, W, h0, c0, g_hs, (g_cs if kind == "lstm" else None)
 
 
 def test_simulator_is_on():

@@ -9,29 +9,23 @@ some threads two channels and the tree reductions several levels.
 import pytest
 import torch
 
+from kernel_cases import F64, TOL, generator, memory_case
 from rnnlab.kernels import NeuralMemory, memory_cuda, memory_torch, neural_memory, neural_memory_ref
 from rnnlab.kernels.memory_torch import values_buffer
 
 KINDS = ["stack", "queue", "deque"]
-TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-12)}
 
 
 def _make(kind, B, T, m, dtype, seed, controls="uniform"):
-    gen = torch.Generator().manual_seed(seed)
+    """The backend interface's inputs: the values buffer, ``d``, ``u`` as ``(B, T, H)``, and
+    gradients of the reads and the strengths (:func:`kernel_cases.memory_case` for the controls)."""
     H = 2 if kind == "deque" else 1
-    v = torch.randn(B, T, H, m, generator=gen, dtype=torch.float64)
-    d = torch.rand(B, T, H, generator=gen, dtype=torch.float64)
-    u = torch.rand(B, T, H, generator=gen, dtype=torch.float64)
-    if controls == "grid":       # controls on a 1/4 grid: exact sums, ties at every max and min
-        d, u = (4 * d).round() / 4, (4 * u).round() / 4
-    elif controls == "ends":     # push 1 at the first step, then 0 and no pops: every later push is
-        d = torch.zeros_like(d)  # the tie min(0, max(0, 1 - 1)) at the far end of a read
-        d[:, 0] = 1
-        u = torch.zeros_like(u)
-    g_r = torch.randn(B, T, H, m, generator=gen, dtype=torch.float64)
-    g_S = torch.randn(B, T, H * T, generator=gen, dtype=torch.float64)
-    v = v if H == 2 else v[:, :, 0]
-    return [x.to(dtype) for x in (values_buffer(kind, v).contiguous(), d, u, g_r, g_S)]
+    v, d, u = memory_case(kind, B, T, m, F64, seed, controls)
+    gen = generator(seed + 1)
+    g_r = torch.randn(B, T, H, m, generator=gen, dtype=F64)
+    g_S = torch.randn(B, T, H * T, generator=gen, dtype=F64)
+    return [x.to(dtype) for x in (values_buffer(kind, v).contiguous(), d.reshape(B, T, H), u.reshape(B, T, H),
+                                  g_r, g_S)]
 
 
 def test_simulator_is_on():

@@ -9,35 +9,15 @@ channel groups, chunks of unequal length and empty chunks (T < CHUNKS).
 import pytest
 import torch
 
+from kernel_cases import A_FORMS, DTYPES, TOL, as_3d, scan_case as _make
 from rnnlab.kernels import linear_scan, linear_scan_ref
 from rnnlab.kernels import scan_cuda, scan_torch
 
-DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
-TOL = {
-    torch.float32: dict(rtol=1e-4, atol=1e-5),
-    torch.complex64: dict(rtol=1e-4, atol=1e-5),
-    torch.float64: dict(rtol=1e-10, atol=1e-12),
-    torch.complex128: dict(rtol=1e-10, atol=1e-12),
-}
 KERNELS = ["sequential", "chunked"]
 # (B, T, C): T = 7 is not a multiple of the chunk length (2, 2, 2, 1); T = 3 <
 # CHUNKS leaves a chunk empty; C = 5 > CHUNK_CHANNELS gives two channel groups,
 # the second with idle threads; B * C = 10 > SEQUENTIAL_THREADS gives two blocks.
 SHAPES = [(2, 7, 5), (1, 3, 3), (1, 1, 1)]
-
-
-def _make(form, B, T, C, dtype, gen):
-    shape = {"BTC": (B, T, C), "TC": (T, C), "C": (C,)}[form]
-    mag = 0.95 * torch.rand(shape, dtype=torch.float64, generator=gen)
-    if dtype.is_complex:
-        phase = 2 * torch.pi * torch.rand(shape, dtype=torch.float64, generator=gen)
-        a = torch.polar(mag, phase)
-    else:
-        a = mag * torch.where(torch.rand(shape, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
-    b = torch.randn(B, T, C, dtype=torch.float64 if not dtype.is_complex else torch.complex128, generator=gen)
-    h0 = torch.randn(B, C, dtype=b.dtype, generator=gen)
-    g = torch.randn(B, T, C, dtype=b.dtype, generator=gen)
-    return a.to(dtype), b.to(dtype), h0.to(dtype), g.to(dtype)
 
 
 def test_simulator_is_on():
@@ -47,7 +27,7 @@ def test_simulator_is_on():
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("form", ["BTC", "TC", "C"])
+@pytest.mark.parametrize("form", A_FORMS)
 def test_forward_and_backward_match_torch(kernel, dtype, form):
     """Backend functions ``forward``/``backward`` against the torch backend,
     for every shape, direction and with or without ``h0``."""
@@ -55,7 +35,7 @@ def test_forward_and_backward_match_torch(kernel, dtype, form):
     with scan_cuda.use_kernel(kernel):
         for B, T, C in SHAPES:
             a, b, h0_, g = _make(form, B, T, C, dtype, gen)
-            a3 = a.reshape((1,) * (3 - a.dim()) + tuple(a.shape))
+            a3 = as_3d(a)
             for reverse in (False, True):
                 for h0 in (None, h0_):
                     where = f"{(B, T, C)} reverse={reverse} h0={h0 is not None}"

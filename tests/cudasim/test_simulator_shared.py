@@ -1,6 +1,6 @@
-"""The CUDA simulator's shared arrays, as rnnlab runs it (rnnlab.kernels.scan_cuda serialises
-``cuda.shared.array``): every thread of a block gets the same array even when threads switch inside
-the allocation. Upstream's check-then-set gave two threads two arrays now and then (a fresh
+"""The CUDA simulator's shared arrays, as rnnlab runs it (``rnnlab.kernels._backend.numba_cuda``
+serialises ``cuda.shared.array`` when it first imports numba-cuda under the simulator): every
+thread of a block gets the same array even when threads switch inside the allocation. Upstream's check-then-set gave two threads two arrays now and then (a fresh
 ``make test`` once failed a neural_memory test that way); a slow ``numpy.empty`` makes it certain."""
 import time
 
@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from numba import cuda
 
-import rnnlab.kernels.scan_cuda  # noqa: F401  (applies the fix)
+from rnnlab.kernels._backend import numba_cuda
+
+numba_cuda()                                # applies the fix
 
 THREADS = 8
 

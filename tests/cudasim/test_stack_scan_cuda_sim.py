@@ -8,31 +8,11 @@ already takes two blocks, the second with idle threads.
 import pytest
 import torch
 
+from kernel_cases import DTYPES, TOL, stack_case as _make
 from rnnlab.kernels import modal_stack_scan, modal_stack_scan_ref
 from rnnlab.kernels import stack_scan_cuda, stack_scan_torch
 
-DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
-TOL = {
-    torch.float32: dict(rtol=1e-4, atol=1e-5),
-    torch.complex64: dict(rtol=1e-4, atol=1e-5),
-    torch.float64: dict(rtol=1e-10, atol=1e-12),
-    torch.complex128: dict(rtol=1e-10, atol=1e-12),
-}
 SHAPES = [(2, 5, 5), (1, 1, 1)]
-
-
-def _make(B, T, C, depth, dtype, gen):
-    wide = torch.complex128 if dtype.is_complex else torch.float64
-    mag = 0.98 * torch.rand(C, dtype=torch.float64, generator=gen)
-    if dtype.is_complex:
-        lam = torch.polar(mag, 2 * torch.pi * torch.rand(C, dtype=torch.float64, generator=gen))
-    else:
-        lam = mag * torch.where(torch.rand(C, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
-    b = 2 * torch.randn(B, T, C, dtype=wide, generator=gen)
-    h0 = 2 * torch.randn(B, C, dtype=wide, generator=gen)
-    g_last = torch.randn(B, T, C, dtype=wide, generator=gen)
-    g_inner = torch.randn(B, T, depth - 1, C, dtype=wide, generator=gen)
-    return [x.to(dtype) for x in (lam, b, h0, g_last, g_inner)]
 
 
 def test_simulator_is_on():

@@ -5,26 +5,17 @@ sizes (batch 32, hidden 64, 300 steps), a hidden size with more gates than threa
 (G*H > THREADS), edge shapes, float32 and float64, forward and backward through the op, on a
 side stream, and the hidden-size limit.
 """
-import math
-
 import pytest
 import torch
 
 from rnnlab.kernels import cells_cuda, recurrent_cell
-from rnnlab.kernels.cells_torch import GATES, KINDS
+from rnnlab.kernels.cells_torch import KINDS
 
-from gpu_helpers import assert_close_scaled
+from gpu_helpers import assert_close_scaled, cell_case
 
 
 def _case(kind, B, T, H, seed):
-    g = torch.Generator().manual_seed(seed)
-    G = GATES[kind]
-    xp = torch.randn(B, T, G, H, generator=g, dtype=torch.float64)
-    W = torch.randn(G, H, H, generator=g, dtype=torch.float64) * (1.5 / math.sqrt(H))
-    h0 = 0.5 * torch.randn(B, H, generator=g, dtype=torch.float64)
-    c0 = torch.randn(B, H, generator=g, dtype=torch.float64) if kind == "lstm" else None
-    w_h = torch.randn(B, T, H, generator=g, dtype=torch.float64)
-    w_c = torch.randn(B, T, H, generator=g, dtype=torch.float64)
+    xp, W, h0, c0, w_h, w_c = cell_case(kind, B, T, H, seed)
     return [x for x in (xp, W, h0, c0) if x is not None], (w_h, w_c)
 
 

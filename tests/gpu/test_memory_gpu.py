@@ -13,18 +13,13 @@ from rnnlab import neural_memory
 from rnnlab.kernels import NeuralMemory
 from rnnlab.models import MemoryLSTM
 
-from gpu_helpers import assert_close_scaled
+from gpu_helpers import assert_close_scaled, memory_case
 
 
 def _case(kind, B, T, m, dtype, seed, grid=False):
-    g = torch.Generator().manual_seed(seed)
-    H = (2,) if kind == "deque" else ()
-    v = torch.randn((B, T) + H + (m,), generator=g, dtype=torch.float64)
-    d = torch.rand((B, T) + H, generator=g, dtype=torch.float64)
-    u = torch.rand((B, T) + H, generator=g, dtype=torch.float64)
-    if grid:                                   # controls on a quarter grid: many exact ties
-        d, u = (torch.round(x * 4) / 4 for x in (d, u))
-    return v, d, u
+    """Values and controls in float64 (moved to ``dtype`` by the tests); ``grid``: controls on a
+    quarter grid, many exact ties."""
+    return memory_case(kind, B, T, m, torch.float64, seed, "grid" if grid else "uniform")
 
 
 @pytest.mark.parametrize("kind", ["stack", "queue", "deque"])

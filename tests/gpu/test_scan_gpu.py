@@ -12,7 +12,7 @@ import torch
 
 from rnnlab.kernels import linear_scan, linear_scan_ref, scan_cuda, scan_torch
 
-from gpu_helpers import DTYPES, TOL, WIDE, assert_close_scaled
+from gpu_helpers import A_FORMS, DTYPES, TOL, WIDE, as_3d as _a3, assert_close_scaled, scan_case as _make
 
 KERNELS = ["sequential", "chunked"]
 SHAPES = [(2, 7, 5), (1, 3, 3), (1, 1, 1)]                      # as in the simulator tests
@@ -21,28 +21,9 @@ SHAPES = [(2, 7, 5), (1, 3, 3), (1, 1, 1)]                      # as in the simu
 BIG_SHAPES = [(4, 1000, 300), (3, 4099, 33), (64, 200, 512), (1, 20000, 8)]
 
 
-def _make(form, B, T, C, dtype, gen):
-    shape = {"BTC": (B, T, C), "TC": (T, C), "C": (C,)}[form]
-    mag = 0.95 * torch.rand(shape, dtype=torch.float64, generator=gen)
-    if dtype.is_complex:
-        phase = 2 * torch.pi * torch.rand(shape, dtype=torch.float64, generator=gen)
-        a = torch.polar(mag, phase)
-    else:
-        a = mag * torch.where(torch.rand(shape, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
-    wide = torch.complex128 if dtype.is_complex else torch.float64
-    b = torch.randn(B, T, C, dtype=wide, generator=gen)
-    h0 = torch.randn(B, C, dtype=wide, generator=gen)
-    g = torch.randn(B, T, C, dtype=wide, generator=gen)
-    return a.to(dtype), b.to(dtype), h0.to(dtype), g.to(dtype)
-
-
-def _a3(a):
-    return a.reshape((1,) * (3 - a.dim()) + tuple(a.shape))
-
-
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("form", ["BTC", "TC", "C"])
+@pytest.mark.parametrize("form", A_FORMS)
 def test_small_shapes_match_torch(kernel, dtype, form, cuda_device):
     gen = torch.Generator().manual_seed(0)
     with scan_cuda.use_kernel(kernel):

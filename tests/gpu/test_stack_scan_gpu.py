@@ -10,24 +10,14 @@ import torch
 
 from rnnlab.kernels import modal_stack_scan, modal_stack_scan_ref, stack_scan_cuda, stack_scan_torch
 
-from gpu_helpers import DTYPES, TOL, WIDE, assert_close_scaled
+from gpu_helpers import DTYPES, TOL, WIDE, assert_close_scaled, stack_case
 
 SHAPES = [(2, 5, 5), (1, 1, 1)]                                  # as in the simulator tests
 BIG = [((16, 1024, 64), 4), ((2, 4099, 33), 2), ((64, 256, 300), 6), ((1, 20000, 8), 3)]
 
 
 def _make(B, T, C, depth, dtype, gen):
-    wide = torch.complex128 if dtype.is_complex else torch.float64
-    mag = 0.98 * torch.rand(C, dtype=torch.float64, generator=gen)
-    if dtype.is_complex:
-        lam = torch.polar(mag, 2 * torch.pi * torch.rand(C, dtype=torch.float64, generator=gen))
-    else:
-        lam = mag * torch.where(torch.rand(C, generator=gen, dtype=torch.float64) < 0.5, -1.0, 1.0)
-    b = 2 * torch.randn(B, T, C, dtype=wide, generator=gen)
-    h0 = 2 * torch.randn(B, C, dtype=wide, generator=gen)
-    g_last = torch.randn(B, T, C, dtype=wide, generator=gen)
-    g_inner = torch.randn(B, T, depth - 1, C, dtype=wide, generator=gen)
-    return [x.to(dtype) for x in (lam, b, h0, g_last, g_inner)]
+    return list(stack_case(B, T, C, depth, dtype, gen))
 
 
 def _to(x, device):
