@@ -20,7 +20,7 @@ import math
 import numpy as np
 from matplotlib.patches import Circle, Rectangle
 
-from .scans import _arrow, _box, _canvas, _num
+from .drawing import arrow as _arrow, box as _box, canvas as _canvas, num as _num
 
 __all__ = ["EXAMPLE_EIGENVALUES", "STAIRCASE_DEPTH", "example_coefficients", "companion_modal",
            "paper_lds", "ldstack_staircase"]

@@ -14,7 +14,7 @@ arrows head to tail at four lags, for the reading of the trained copy model.
 """
 from __future__ import annotations
 
-from .scans import _arrow, _box, _canvas
+from .drawing import arrow as _arrow, box as _box, canvas as _canvas
 
 __all__ = ["TIMELINE_T", "TIMELINE_SEED", "copy_timeline", "PHASOR_DELAY", "delay_phasors"]
 

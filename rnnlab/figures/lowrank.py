@@ -15,8 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .scans import _arrow, _canvas
-from .scans import _box as _scans_box
+from .drawing import arrow as _arrow, box as _scans_box, canvas as _canvas
 
 __all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "eigenvalue_clouds", "cfc_heads",
            "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget", "jacobian_blocks"]

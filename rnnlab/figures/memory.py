@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .scans import _arrow, _box, _canvas  # the drawing helpers the chapters share
+from .drawing import arrow as _arrow, box as _box, canvas as _canvas  # the drawing helpers the chapters share
 
 __all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWARD_S", "BACKWARD_U",
            "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",

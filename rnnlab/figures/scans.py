@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch, Rectangle
+from matplotlib.patches import Rectangle
+
+from .drawing import INK, arrow as _arrow, box as _box, canvas as _canvas, num as _num
 
 __all__ = ["EXAMPLE_A", "EXAMPLE_B", "EXAMPLE_H0", "GPU_CHUNKS", "GPU_CHUNK_CHANNELS",
            "affine_steps", "scan_tree", "backward_scan", "kernel_layout"]
@@ -30,7 +32,7 @@ GPU_CHUNKS = 16
 GPU_CHUNK_CHANNELS = 32
 """``scan_cuda.CHUNK_CHANNELS`` on a GPU: channels per thread block (one warp)."""
 
-_INK = "#333333"
+_INK = INK
 _BLUE, _BLUE_FILL = "#1f4e79", "#dbe8f5"
 _GREEN, _GREEN_FILL = "#2f7a2f", "#e2f2e2"
 _ORANGE, _ORANGE_FILL = "#c25e00", "#fbe6d0"
@@ -43,14 +45,6 @@ def _sub(n):
     return str(n).translate(_SUB)
 
 
-def _num(x, digits=3):
-    """A number as the figures print it: rounded, no trailing zeros, a true minus sign."""
-    text = f"{x:.{digits}f}".rstrip("0").rstrip(".")
-    if text in ("-0", ""):
-        text = "0"
-    return text.replace("-", "−")
-
-
 def _signed(x, digits=3):
     """``+ 0.5`` or ``− 0.5``: a term after another one."""
     return ("− " if x < 0 else "+ ") + _num(abs(x), digits)
@@ -58,29 +52,6 @@ def _signed(x, digits=3):
 
 def _pair(p, digits=3):
     return f"({_num(p[0], digits)}, {_num(p[1], digits)})"
-
-
-def _canvas(width, height, xlim, ylim):
-    fig = Figure(figsize=(width, height))
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_axis_off()
-    return fig, ax
-
-
-def _box(ax, x, y, w, h, text, *, ec=_INK, fc="white", fontsize=8.5, lw=1.0, linespacing=1.3, **kw):
-    """A rounded box centred at (x, y) with centred text (the chapters' schematics share it)."""
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.08",
-                                ec=ec, fc=fc, lw=lw, zorder=2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_INK, zorder=3,
-            linespacing=linespacing, **kw)
-
-
-def _arrow(ax, start, end, *, color=_INK, lw=1.0, style="-|>", ls="-", rad=0.0):
-    ax.annotate("", xy=end, xytext=start, zorder=1,
-                arrowprops=dict(arrowstyle=style, color=color, lw=lw, ls=ls, shrinkA=0, shrinkB=0,
-                                mutation_scale=9, connectionstyle=f"arc3,rad={rad}"))
 
 
 def _example():
