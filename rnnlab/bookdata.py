@@ -83,6 +83,15 @@ def _check_relpath(relpath):
     return text
 
 
+def _committed(folder, rel, where, otherwise, there=""):
+    """``folder/book/<rel>``, or a FileNotFoundError saying ``where`` it is missing and how to get it."""
+    path = folder / "book" / rel
+    if path.is_file():
+        return path
+    raise FileNotFoundError(f"book_file: {path} does not exist {where}; "
+                            f"it is committed in the repository: `git pull`{there}, or {otherwise}")
+
+
 def book_file(relpath):
     """The file ``book/<relpath>`` of the rnnlab repository, as a :class:`pathlib.Path`.
 
@@ -103,22 +112,13 @@ def book_file(relpath):
     rel = _check_relpath(relpath)
     checkout = find_checkout()
     if checkout is not None:
-        path = checkout / "book" / rel
-        if path.is_file():
-            return path
-        raise FileNotFoundError(
-            f"book_file: {path} does not exist in this checkout ({checkout}); "
-            f"it is committed in the repository: `git pull`, or `git checkout -- book/{rel}`")
+        return _committed(checkout, rel, f"in this checkout ({checkout})", f"`git checkout -- book/{rel}`")
     record = _direct_url() or {}
     url = record.get("url", "")
     if url.startswith("file://"):
         folder = pathlib.Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
-        path = folder / "book" / rel
-        if path.is_file():
-            return path
-        raise FileNotFoundError(
-            f"book_file: {path} does not exist (rnnlab is installed from the folder {folder}); "
-            f"it is committed in the repository: `git pull` there, or run the notebook in a full checkout")
+        return _committed(folder, rel, f"(rnnlab is installed from the folder {folder})",
+                          "run the notebook in a full checkout", there=" there")
     vcs = record.get("vcs_info") or {}
     repo = github_repo(url) if vcs.get("vcs", "git") == "git" else None
     if repo is not None:
