@@ -15,7 +15,7 @@ Each check returns the value normalised (a Python ``int``/``float``), so a calle
 import numbers
 
 __all__ = ["check_int", "check_optional_int", "check_float", "check_positive", "check_fraction",
-           "check_choice", "check_shape"]
+           "check_choice", "check_shape", "check_finite_matrix"]
 
 
 def _where(fn):
@@ -120,3 +120,21 @@ def check_shape(name, tensor, shape, fn=None):
         shown = f"({sizes},)" if len(expected) == 1 else f"({sizes})"
         raise ValueError(f"{_where(fn)}{name} must have shape {shown}, got {actual}")
     return tensor
+
+
+def check_finite_matrix(name, value, shape, fn=None):
+    """``value`` as a float NumPy array of ``shape`` with finite entries (a matrix from a widget or a user).
+
+    TypeError when it is not an array of real numbers; ValueError for another shape or a NaN/inf entry.
+    """
+    import numpy as np
+
+    try:
+        a = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{_where(fn)}{name} must be an array of real numbers, got {type(value).__name__}") from None
+    size = "x".join(map(str, shape))
+    if a.shape != tuple(shape) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{_where(fn)}{name} must be a finite {size} matrix, got shape {a.shape}"
+                         + ("" if a.shape != tuple(shape) else " with a non-finite entry"))
+    return a

@@ -132,3 +132,16 @@ def test_check_choice_and_shape():
         check_shape("x", x, (2,))
     with pytest.raises(TypeError, match="x must be a tensor, got list"):
         check_shape("x", [1, 2], (2,))
+
+
+def test_check_finite_matrix():
+    from rnnlab._validate import check_finite_matrix
+
+    W = check_finite_matrix("W", [[1, 2], [3, 4]], (2, 2))
+    assert W.dtype == np.float64 and W.shape == (2, 2)
+    with pytest.raises(ValueError, match=r"^f: W must be a finite 2x2 matrix, got shape \(3,\)$"):
+        check_finite_matrix("W", [1, 2, 3], (2, 2), fn="f")
+    with pytest.raises(ValueError, match="non-finite entry"):
+        check_finite_matrix("W", [[1, np.nan], [0, 1]], (2, 2))
+    with pytest.raises(TypeError, match="W must be an array of real numbers, got str"):
+        check_finite_matrix("W", "ab", (2, 2))

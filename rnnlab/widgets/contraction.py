@@ -27,6 +27,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from .. import theory
+from .._validate import check_finite_matrix
 
 __all__ = [
     "PRESETS",
@@ -71,13 +72,6 @@ _A, _B = "#1f77b4", "#e07b00"
 # --------------------------------------------------------------------------- #
 # two trajectories and a metric
 # --------------------------------------------------------------------------- #
-def _check_2x2(W):
-    W = np.asarray(W, dtype=float)
-    if W.shape != (2, 2) or not np.all(np.isfinite(W)):
-        raise ValueError(f"W must be a finite 2x2 matrix, got shape {W.shape}")
-    return W
-
-
 def metric_for(W, activation="relu"):
     """The best constant metric the package finds for a small ``W``, as a :class:`~rnnlab.theory.Certificate`.
 
@@ -107,7 +101,7 @@ def two_trajectories(W, activation="relu", amplitude=1.0, offset=1.0, *, x0=X0, 
     amplitude``, the same for both trajectories. Returns ``(times, X)`` with
     ``X`` of shape ``(steps + 1, 2, 2)`` (time, trajectory, unit).
     """
-    W = _check_2x2(W)
+    W = check_finite_matrix("W", W, (2, 2))
     x0 = np.asarray(x0, dtype=float)
     return theory.simulate(W, x0, T=T, dt=dt, u=_input(float(amplitude), float(offset)), activation=activation)
 
@@ -131,7 +125,7 @@ def trajectory_figure(W=None, activation=None, amplitude=None, offset=None, *, p
     """
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    W = _check_2x2(PRESETS[preset]["W"] if W is None else W)
+    W = check_finite_matrix("W", PRESETS[preset]["W"] if W is None else W, (2, 2))
     activation = PRESETS[preset]["activation"] if activation is None else activation
     amplitude = PRESETS[preset]["amplitude"] if amplitude is None else float(amplitude)
     offset = PRESETS[preset]["offset"] if offset is None else float(offset)

@@ -34,7 +34,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 
 from .. import theory
-from .._validate import check_int
+from .._validate import check_finite_matrix, check_int
 
 __all__ = [
     "U_DEFAULT",
@@ -85,13 +85,6 @@ _STABLE, _UNSTABLE = "#1f77b4", "#d62728"
 # --------------------------------------------------------------------------- #
 # numerics
 # --------------------------------------------------------------------------- #
-def _check_W(W):
-    W = np.asarray(W, dtype=float)
-    if W.shape != (2, 2) or not np.all(np.isfinite(W)):
-        raise ValueError(f"W must be a finite 2x2 matrix, got shape {W.shape}")
-    return W
-
-
 def _check_nonlinearity(nonlinearity):
     if nonlinearity not in NONLINEARITIES:
         raise ValueError(f"nonlinearity must be one of {NONLINEARITIES}, got {nonlinearity!r}")
@@ -113,7 +106,7 @@ def two_unit_rnn(W, U=None):
     """
     from ..models import RNN
 
-    W, U = _check_W(W), _U(U)
+    W, U = check_finite_matrix("W", W, (2, 2)), _U(U)
     model = RNN(1, 2, dtype=torch.float64)
     with torch.no_grad():
         model.weight_hh.copy_(torch.from_numpy(W)[None])
@@ -130,7 +123,7 @@ def run(W, h0, x, U=None, nonlinearity="tanh"):
     ``T`` numbers (one input per step, the same for every start). Returns an
     array ``(T + 1, ..., 2)``.
     """
-    W, U = _check_W(W), _U(U)
+    W, U = check_finite_matrix("W", W, (2, 2)), _U(U)
     _check_nonlinearity(nonlinearity)
     h = np.asarray(h0, dtype=float)
     if h.shape[-1:] != (2,):
@@ -149,7 +142,7 @@ def jacobians(W, h_prev, x=0.0, U=None, nonlinearity="tanh"):
     The tanh network's come from :func:`rnnlab.theory.recurrent_jacobian`; the
     linear cousin's Jacobian is ``W`` everywhere.
     """
-    W = _check_W(W)
+    W = check_finite_matrix("W", W, (2, 2))
     _check_nonlinearity(nonlinearity)
     h_prev = np.atleast_2d(np.asarray(h_prev, dtype=float))
     B = h_prev.shape[0]
@@ -174,7 +167,7 @@ def fixed_points(W, x=0.0, U=None, nonlinearity="tanh", *, grid=9, tol=1e-10):
     system, or none when ``I − W`` is singular (then it has none or a whole
     line of them).
     """
-    W, U = _check_W(W), _U(U)
+    W, U = check_finite_matrix("W", W, (2, 2)), _U(U)
     _check_nonlinearity(nonlinearity)
     c = float(x) * U
     if nonlinearity == "linear":
@@ -240,7 +233,7 @@ def _preset_values(W, x, nonlinearity, preset):
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
     p = PRESETS[preset]
-    W = _check_W(p["W"] if W is None else W)
+    W = check_finite_matrix("W", p["W"] if W is None else W, (2, 2))
     x = float(p["x"] if x is None else x)
     nonlinearity = _check_nonlinearity(p["nonlinearity"] if nonlinearity is None else nonlinearity)
     return W, x, nonlinearity
@@ -413,7 +406,7 @@ def network_diagram(W=None, U=None):
     (a self-loop for ``w_ii``), the input x reaches unit i with weight
     ``u_i``, and every unit applies tanh to the sum of what arrives.
     """
-    W = _check_W(PRESETS[DEFAULT]["W"] if W is None else W)
+    W = check_finite_matrix("W", PRESETS[DEFAULT]["W"] if W is None else W, (2, 2))
     U = _U(U)
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
     ax = fig.subplots()
