@@ -70,6 +70,7 @@ from torch import nn
 
 from . import (Column, Target, check_targets, format_ratio, format_seconds, positive_int as _positive_int,
                render_table, verdict_counts)
+from .._validate import check_int
 from .device import SIMULATOR_NOTE, cuda_runs_here, simulator, tensor_device
 from .timing import match_thread_pools, time_calls
 
@@ -222,11 +223,6 @@ def _fwdbwd(model, x, g):
 
 # ---------------------------------------------------------------- run
 
-def _check_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"lds.run: {name} must be an integer >= {minimum}, got {value!r}")
-
-
 def _check_run_args(T, models, devices, stat, sizes):
     if isinstance(T, int):
         T = (T,)
@@ -252,7 +248,7 @@ def _check_run_args(T, models, devices, stat, sizes):
     if stat not in ("median", "min", "mean"):
         raise ValueError(f"lds.run: stat must be 'median', 'min' or 'mean', got {stat!r}")
     for key, value in sizes.items():
-        _check_int(key, value)
+        check_int(key, value, minimum=1, fn="lds.run")
     d, H = sizes["input_size"], sizes["hidden_size"]
     if any(m in models for m in ("lds", "lds_fft", "lds_all_modes", "ldstack2", "ldstack4", "ldstack4_scans")) and (H % d or (H // d) % 2):
         raise ValueError(f"lds.run: the LDS needs hidden_size to be an even multiple of input_size "
