@@ -159,3 +159,95 @@ def memory_case(kind, B, T, m, dtype, seed, controls="uniform"):
     elif controls != "uniform":
         raise ValueError(controls)
     return [x.to(dtype) for x in (v, d, u)]
+
+
+# ---------------------------------------------------------------------------
+# A backend module against the torch backend, through the backend interface
+# (``forward``/``backward`` of ``rnnlab.kernels.<op>_<backend>``): shared by the
+# CPU, simulator and GPU tests; inputs are moved to ``device``, results compared
+# on the CPU with the elementwise tolerances of small shapes.
+# ---------------------------------------------------------------------------
+
+def _to(x, device):
+    return None if x is None else x.to(device)
+
+
+def _assert_all_close(names, got, ref, dtype, where):
+    for name, x, y in zip(names, got, ref):
+        if y is None:
+            assert x is None, f"{name} {where}: expected None"
+            continue
+        if x.shape != y.shape:
+            # A backend may return a gradient already summed over broadcast (size-1) dimensions
+            # (the CPU scan's grad_a of an ``a`` shared over time): sum the reference alike.
+            dims = tuple(d for d in range(y.dim()) if x.shape[d] == 1 and y.shape[d] != 1)
+            assert dims and x.dim() == y.dim(), f"{name} {where}: shape {tuple(x.shape)} != {tuple(y.shape)}"
+            y = y.to(WIDE[dtype]).sum(dims, keepdim=True).to(dtype)
+        torch.testing.assert_close(x.cpu(), y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+
+
+def check_scan_backend(module, form, dtype, shapes, device="cpu", seed=0, label=""):
+    """``linear_scan``'s backend ``module`` on every shape, both directions, with and without ``h0``."""
+    from rnnlab.kernels import scan_torch
+
+    gen = generator(seed)
+    for B, T, C in shapes:
+        a, b, h0_, g = scan_case(form, B, T, C, dtype, gen)
+        a3 = as_3d(a)
+        for reverse in (False, True):
+            for h0 in (None, h0_):
+                where = f"{label}{(B, T, C)} reverse={reverse} h0={h0 is not None}"
+                h_ref = scan_torch.forward(a3, b, h0, reverse)
+                h = module.forward(_to(a3, device), _to(b, device), _to(h0, device), reverse)
+                assert h.device.type == torch.device(device).type, where
+                _assert_all_close(("h",), (h,), (h_ref,), dtype, where)
+                got = module.backward(*(_to(x, device) for x in (a3, h_ref, g, h0)), reverse)
+                ref = scan_torch.backward(a3, h_ref, g, h0, reverse)
+                _assert_all_close(("G", "grad_a", "grad_h0"), got, ref, dtype, where)
+
+
+def check_stack_scan_backend(module, dtype, depth, shapes, device="cpu"):
+    """``modal_stack_scan``'s backend ``module`` on every shape, with and without ``h0`` and the
+    inner layers' gradients."""
+    from rnnlab.kernels import stack_scan_torch
+
+    gen = generator(depth)
+    for B, T, C in shapes:
+        lam, b, h0_, g_last, g_inner_ = stack_case(B, T, C, depth, dtype, gen)
+        for h0 in (None, h0_):
+            for g_inner in (None, g_inner_):
+                where = f"{(B, T, C)} depth={depth} h0={h0 is not None} g_inner={g_inner is not None}"
+                ref_last, ref_inner = stack_scan_torch.forward(lam, b, depth, h0)
+                last, inner = module.forward(_to(lam, device), _to(b, device), depth, _to(h0, device))
+                assert last.device.type == torch.device(device).type, where
+                _assert_all_close(("last", "inner"), (last, inner), (ref_last, ref_inner), dtype, where)
+                got = module.backward(*(_to(x, device) for x in (lam, ref_last, ref_inner, h0, g_last, g_inner)))
+                ref = stack_scan_torch.backward(lam, ref_last, ref_inner, h0, g_last, g_inner)
+                _assert_all_close(("grad_lam", "grad_b", "grad_h0"), got, ref, dtype, where)
+
+
+def check_cells_backend(module, kind, dtype, shapes, device="cpu", tol=None):
+    """``recurrent_cell``'s backend ``module`` on every shape (seeded by it), with and without the
+    LSTM's ``∂L/∂cs``; ``tol`` defaults to :data:`TOL`."""
+    from rnnlab.kernels import cells_torch
+
+    tol = TOL[dtype] if tol is None else tol
+    for B, T, H in shapes:
+        xp, W, h0, c0, g_hs, g_cs = cell_case(kind, B, T, H, B + T + H, dtype)
+        where = f"{kind} {(B, T, H)}"
+        got = module.forward(kind, *(_to(x, device) for x in (xp, W, h0, c0)))
+        ref = cells_torch.forward(kind, xp, W, h0, c0)
+        for name, x, y in zip(("hs", "cs", "acts"), got, ref):
+            if y is None:
+                assert x is None, f"{name} {where}: expected None"
+            else:
+                assert x.shape == y.shape and x.is_contiguous(), f"{name} {where}"
+                torch.testing.assert_close(x.cpu(), y, **tol, msg=lambda m: f"{name} {where}: {m}")
+        for gcs in ((g_cs, None) if kind == "lstm" else (None,)):
+            got = module.backward(kind, *(_to(x, device) for x in (W, h0, c0, *ref, g_hs, gcs)))
+            want = cells_torch.backward(kind, W, h0, c0, *ref, g_hs, gcs)
+            for name, x, y in zip(("g_pre", "g_h0", "g_c0"), got, want):
+                if y is None:
+                    assert x is None, f"{name} {where}: expected None"
+                else:
+                    torch.testing.assert_close(x.cpu(), y, **tol, msg=lambda m: f"{name} {where}: {m}")

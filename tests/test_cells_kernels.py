@@ -10,11 +10,13 @@ and σ(x) = (1 + tanh(x/2)) / 2 (see :mod:`rnnlab.kernels.cells_cpu`); they are 
 float64 reference on the same inputs, at 1e-4 of the reference's scale: states are bounded by 1
 and errors of a few float32 ulps per step stay far below that over these lengths.
 """
+import importlib
+
 import numpy as np
 import pytest
 import torch
 
-from kernel_cases import F64, assert_close_scaled, backends, cell_case
+from kernel_cases import F64, assert_close_scaled, backends, cell_case, check_cells_backend
 from rnnlab.kernels import cells_cpu, recurrent_cell, recurrent_cell_ref
 from rnnlab.kernels.cells_torch import GATES, KINDS
 
@@ -86,28 +88,14 @@ def test_parallel_path(kind):
     _compare(kind, B, T, H, F64, seed=3)
 
 
+@pytest.mark.parametrize("backend", backends())
 @pytest.mark.parametrize("kind", KINDS)
-def test_kernel_interface_matches_torch_backend(kind):
-    """``cells_cpu.forward/backward`` against ``cells_torch.forward/backward`` (the backend interface)."""
-    from rnnlab.kernels import cells_torch
-
-    (xp, W, h0, c0), (g_hs, g_cs) = _inputs(kind, 6, 5, 7, seed=11)
-    got = cells_cpu.forward(kind, xp, W, h0, c0)
-    ref = cells_torch.forward(kind, xp, W, h0, c0)
-    for name, x, y in zip(("hs", "cs", "acts"), got, ref):
-        if y is None:
-            assert x is None
-            continue
-        assert x.shape == y.shape and x.is_contiguous()
-        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12, msg=lambda m: f"{name}: {m}")
-    for gcs in ((g_cs if kind == "lstm" else None), None):
-        got = cells_cpu.backward(kind, W, h0, c0, *ref, g_hs, gcs)
-        want = cells_torch.backward(kind, W, h0, c0, *ref, g_hs, gcs)
-        for name, x, y in zip(("g_pre", "g_h0", "g_c0"), got, want):
-            if y is None:
-                assert x is None
-                continue
-            torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12, msg=lambda m: f"{name}: {m}")
+def test_kernel_interface_matches_torch_backend(kind, backend):
+    """The backend module's ``forward/backward`` against ``cells_torch.forward/backward`` (the backend
+    interface), in float64 to 1e-12, on the simulator tests' shapes and one with a block of four."""
+    module = importlib.import_module(f"rnnlab.kernels.cells_{backend}")
+    check_cells_backend(module, kind, F64, [(6, 5, 7), (2, 3, 5), (1, 2, 4), (1, 1, 1)],
+                        tol=dict(rtol=1e-12, atol=1e-12))
 
 
 @pytest.mark.parametrize("backend", backends())

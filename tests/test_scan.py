@@ -4,6 +4,7 @@ autograd-differentiated reference ``linear_scan_ref``.
 The CUDA kernels are tested in ``tests/cudasim`` (numba's simulator, separate
 process) and compiled for real GPUs in ``tests/test_ptx.py``.
 """
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from kernel_cases import A_FORMS, DTYPES, TOL, backends
+from kernel_cases import A_FORMS, DTYPES, TOL, backends, check_scan_backend
 from kernel_cases import make_a as _make_a, randn as _randn
 from rnnlab.kernels import linear_scan, linear_scan_ref
 from rnnlab.kernels import scan_cpu, scan_torch
@@ -121,6 +122,16 @@ def test_backend_gradients_match_autograd_through_reference(backend, case):
         else:
             assert x.shape == y.shape, name
             torch.testing.assert_close(x, y, **TOL[case["dtype"]], msg=lambda m: f"grad {name}: {m}")
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("form", A_FORMS)
+def test_backend_interface_matches_torch_backend(backend, dtype, form):
+    """The backend module's ``forward``/``backward`` against ``scan_torch``'s, on the shapes the
+    simulator and GPU tests use (both directions, with and without ``h0``)."""
+    module = importlib.import_module(f"rnnlab.kernels.scan_{backend}")
+    check_scan_backend(module, form, dtype, [(2, 7, 5), (1, 3, 3), (1, 1, 1)])
 
 
 # ---------------------------------------------------------------------------

@@ -5,11 +5,13 @@ backend against autograd through the reference loop, gradcheck, errors.
 The CUDA kernels are tested in ``tests/cudasim`` (numba's simulator,
 separate process) and compiled for real GPUs in ``tests/test_ptx.py``.
 """
+import importlib
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from kernel_cases import DTYPES, SINGLE, TOL, WIDE, backends, randn, stack_case
+from kernel_cases import DTYPES, SINGLE, TOL, WIDE, backends, check_stack_scan_backend, randn, stack_case
 from rnnlab.kernels import linear_scan, linear_scan_ref, modal_stack_scan, modal_stack_scan_ref
 from rnnlab.kernels import stack_scan_cpu, stack_scan_torch
 from rnnlab.models.ldstack import modal_transitions, squash_factor
@@ -180,6 +182,16 @@ def test_backends_match_autograd_through_reference(backend, case):
         else:
             assert x.shape == y.shape and x.dtype == y.dtype, name
             _assert_as_accurate(x, y, t, tol, f"{backend} grad {name}")
+
+
+@pytest.mark.parametrize("backend", backends())
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("depth", [1, 3])
+def test_backend_interface_matches_torch_backend(backend, dtype, depth):
+    """The backend module's ``forward``/``backward`` against ``stack_scan_torch``'s, on the shapes
+    the simulator and GPU tests use (with and without ``h0`` and the inner layers' gradients)."""
+    module = importlib.import_module(f"rnnlab.kernels.stack_scan_{backend}")
+    check_stack_scan_backend(module, dtype, depth, [(2, 5, 5), (1, 1, 1)])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -9,8 +9,8 @@ several rounds; B = 2 runs two blocks.
 import pytest
 import torch
 
-from kernel_cases import F64, TOL, cell_case
-from rnnlab.kernels import cells_cuda, cells_torch, recurrent_cell, recurrent_cell_ref
+from kernel_cases import F64, TOL, cell_case, check_cells_backend
+from rnnlab.kernels import cells_cuda, recurrent_cell, recurrent_cell_ref
 from rnnlab.kernels.cells_torch import KINDS
 
 
@@ -28,24 +28,7 @@ def test_simulator_is_on():
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_forward_and_backward_match_torch(kind, dtype):
-    for B, T, H in [(2, 3, 5), (1, 2, 4), (1, 1, 1)]:
-        xp, W, h0, c0, g_hs, g_cs = _inputs(kind, B, T, H, dtype, seed=B + T + H)
-        where = f"{kind} {(B, T, H)}"
-        got = cells_cuda.forward(kind, xp, W, h0, c0)
-        ref = cells_torch.forward(kind, xp, W, h0, c0)
-        for name, x, y in zip(("hs", "cs", "acts"), got, ref):
-            if y is None:
-                assert x is None
-                continue
-            torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
-        for gcs in ((g_cs, None) if kind == "lstm" else (None,)):
-            got = cells_cuda.backward(kind, W, h0, c0, *ref, g_hs, gcs)
-            want = cells_torch.backward(kind, W, h0, c0, *ref, g_hs, gcs)
-            for name, x, y in zip(("g_pre", "g_h0", "g_c0"), got, want):
-                if y is None:
-                    assert x is None
-                    continue
-                torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+    check_cells_backend(cells_cuda, kind, dtype, [(2, 3, 5), (1, 2, 4), (1, 1, 1)])
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -9,9 +9,9 @@ channel groups, chunks of unequal length and empty chunks (T < CHUNKS).
 import pytest
 import torch
 
-from kernel_cases import A_FORMS, DTYPES, TOL, as_3d, scan_case as _make
+from kernel_cases import A_FORMS, DTYPES, TOL, check_scan_backend, scan_case as _make
 from rnnlab.kernels import linear_scan, linear_scan_ref
-from rnnlab.kernels import scan_cuda, scan_torch
+from rnnlab.kernels import scan_cuda
 
 KERNELS = ["sequential", "chunked"]
 # (B, T, C): T = 7 is not a multiple of the chunk length (2, 2, 2, 1); T = 3 <
@@ -31,21 +31,8 @@ def test_simulator_is_on():
 def test_forward_and_backward_match_torch(kernel, dtype, form):
     """Backend functions ``forward``/``backward`` against the torch backend,
     for every shape, direction and with or without ``h0``."""
-    gen = torch.Generator().manual_seed(0)
     with scan_cuda.use_kernel(kernel):
-        for B, T, C in SHAPES:
-            a, b, h0_, g = _make(form, B, T, C, dtype, gen)
-            a3 = as_3d(a)
-            for reverse in (False, True):
-                for h0 in (None, h0_):
-                    where = f"{(B, T, C)} reverse={reverse} h0={h0 is not None}"
-                    h = scan_cuda.forward(a3, b, h0, reverse)
-                    h_ref = scan_torch.forward(a3, b, h0, reverse)
-                    torch.testing.assert_close(h, h_ref, **TOL[dtype], msg=lambda m: f"h {where}: {m}")
-                    got = scan_cuda.backward(a3, h_ref, g, h0, reverse)
-                    ref = scan_torch.backward(a3, h_ref, g, h0, reverse)
-                    for name, x, y in zip(("G", "grad_a", "grad_h0"), got, ref):
-                        torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+        check_scan_backend(scan_cuda, form, dtype, SHAPES)
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

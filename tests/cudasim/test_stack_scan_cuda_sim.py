@@ -8,9 +8,9 @@ already takes two blocks, the second with idle threads.
 import pytest
 import torch
 
-from kernel_cases import DTYPES, TOL, stack_case as _make
+from kernel_cases import DTYPES, TOL, check_stack_scan_backend, stack_case as _make
 from rnnlab.kernels import modal_stack_scan, modal_stack_scan_ref
-from rnnlab.kernels import stack_scan_cuda, stack_scan_torch
+from rnnlab.kernels import stack_scan_cuda
 
 SHAPES = [(2, 5, 5), (1, 1, 1)]
 
@@ -23,23 +23,7 @@ def test_simulator_is_on():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("depth", [1, 3])
 def test_forward_and_backward_match_torch(dtype, depth):
-    gen = torch.Generator().manual_seed(depth)
-    for B, T, C in SHAPES:
-        lam, b, h0_, g_last, g_inner_ = _make(B, T, C, depth, dtype, gen)
-        for h0 in (None, h0_):
-            for g_inner in (None, g_inner_):
-                where = f"{(B, T, C)} depth={depth} h0={h0 is not None} g_inner={g_inner is not None}"
-                last, inner = stack_scan_cuda.forward(lam, b, depth, h0)
-                ref_last, ref_inner = stack_scan_torch.forward(lam, b, depth, h0)
-                torch.testing.assert_close(last, ref_last, **TOL[dtype], msg=lambda m: f"last {where}: {m}")
-                torch.testing.assert_close(inner, ref_inner, **TOL[dtype], msg=lambda m: f"inner {where}: {m}")
-                got = stack_scan_cuda.backward(lam, ref_last, ref_inner, h0, g_last, g_inner)
-                ref = stack_scan_torch.backward(lam, ref_last, ref_inner, h0, g_last, g_inner)
-                for name, x, y in zip(("grad_lam", "grad_b", "grad_h0"), got, ref):
-                    if y is None:
-                        assert x is None
-                    else:
-                        torch.testing.assert_close(x, y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+    check_stack_scan_backend(stack_scan_cuda, dtype, depth, SHAPES)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])

@@ -10,4 +10,5 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 from kernel_cases import (A_FORMS, DTYPES, SINGLE, TOL, WIDE, as_3d, assert_close_scaled,  # noqa: E402,F401
-                          cell_case, memory_case, scan_case, stack_case)
+                          cell_case, check_cells_backend, check_scan_backend, check_stack_scan_backend, memory_case, scan_case,
+                          stack_case)

@@ -12,7 +12,8 @@ import torch
 
 from rnnlab.kernels import linear_scan, linear_scan_ref, scan_cuda, scan_torch
 
-from gpu_helpers import A_FORMS, DTYPES, TOL, WIDE, as_3d as _a3, assert_close_scaled, scan_case as _make
+from gpu_helpers import A_FORMS, DTYPES, WIDE, as_3d as _a3, assert_close_scaled, check_scan_backend
+from gpu_helpers import scan_case as _make
 
 KERNELS = ["sequential", "chunked"]
 SHAPES = [(2, 7, 5), (1, 3, 3), (1, 1, 1)]                      # as in the simulator tests
@@ -25,24 +26,8 @@ BIG_SHAPES = [(4, 1000, 300), (3, 4099, 33), (64, 200, 512), (1, 20000, 8)]
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("form", A_FORMS)
 def test_small_shapes_match_torch(kernel, dtype, form, cuda_device):
-    gen = torch.Generator().manual_seed(0)
     with scan_cuda.use_kernel(kernel):
-        for B, T, C in SHAPES:
-            a, b, h0_, g = _make(form, B, T, C, dtype, gen)
-            a3 = _a3(a)
-            for reverse in (False, True):
-                for h0 in (None, h0_):
-                    where = f"{kernel} {(B, T, C)} reverse={reverse} h0={h0 is not None}"
-                    h_ref = scan_torch.forward(a3, b, h0, reverse)
-                    dev = [x.to(cuda_device) if x is not None else None for x in (a3, b, h0, g, h_ref)]
-                    a_d, b_d, h0_d, g_d, h_ref_d = dev
-                    h = scan_cuda.forward(a_d, b_d, h0_d, reverse)
-                    assert h.is_cuda
-                    torch.testing.assert_close(h.cpu(), h_ref, **TOL[dtype], msg=lambda m: f"h {where}: {m}")
-                    got = scan_cuda.backward(a_d, h_ref_d, g_d, h0_d, reverse)
-                    ref = scan_torch.backward(a3, h_ref, g, h0, reverse)
-                    for name, x, y in zip(("G", "grad_a", "grad_h0"), got, ref):
-                        torch.testing.assert_close(x.cpu(), y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+        check_scan_backend(scan_cuda, form, dtype, SHAPES, device=cuda_device, label=f"{kernel} ")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -10,7 +10,7 @@ import torch
 
 from rnnlab.kernels import modal_stack_scan, modal_stack_scan_ref, stack_scan_cuda, stack_scan_torch
 
-from gpu_helpers import DTYPES, TOL, WIDE, assert_close_scaled, stack_case
+from gpu_helpers import DTYPES, WIDE, assert_close_scaled, check_stack_scan_backend, stack_case
 
 SHAPES = [(2, 5, 5), (1, 1, 1)]                                  # as in the simulator tests
 BIG = [((16, 1024, 64), 4), ((2, 4099, 33), 2), ((64, 256, 300), 6), ((1, 20000, 8), 3)]
@@ -20,33 +20,10 @@ def _make(B, T, C, depth, dtype, gen):
     return list(stack_case(B, T, C, depth, dtype, gen))
 
 
-def _to(x, device):
-    return None if x is None else x.to(device)
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("depth", [1, 3])
 def test_small_shapes_match_torch(dtype, depth, cuda_device):
-    gen = torch.Generator().manual_seed(depth)
-    for B, T, C in SHAPES:
-        lam, b, h0_, g_last, g_inner_ = _make(B, T, C, depth, dtype, gen)
-        for h0 in (None, h0_):
-            for g_inner in (None, g_inner_):
-                where = f"{(B, T, C)} depth={depth} h0={h0 is not None} g_inner={g_inner is not None}"
-                ref_last, ref_inner = stack_scan_torch.forward(lam, b, depth, h0)
-                last, inner = stack_scan_cuda.forward(_to(lam, cuda_device), _to(b, cuda_device), depth,
-                                                      _to(h0, cuda_device))
-                assert last.is_cuda
-                torch.testing.assert_close(last.cpu(), ref_last, **TOL[dtype], msg=lambda m: f"last {where}: {m}")
-                torch.testing.assert_close(inner.cpu(), ref_inner, **TOL[dtype], msg=lambda m: f"inner {where}: {m}")
-                got = stack_scan_cuda.backward(*(_to(x, cuda_device) for x in
-                                                 (lam, ref_last, ref_inner, h0, g_last, g_inner)))
-                ref = stack_scan_torch.backward(lam, ref_last, ref_inner, h0, g_last, g_inner)
-                for name, x, y in zip(("grad_lam", "grad_b", "grad_h0"), got, ref):
-                    if y is None:
-                        assert x is None
-                    else:
-                        torch.testing.assert_close(x.cpu(), y, **TOL[dtype], msg=lambda m: f"{name} {where}: {m}")
+    check_stack_scan_backend(stack_scan_cuda, dtype, depth, SHAPES, device=cuda_device)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
