@@ -127,7 +127,8 @@ def add_arguments(parser):
                         help="grade on a Ray cluster: each notebook's grading is a Ray task, in the same "
                              "sandbox (auto, HOST:PORT or ray://HOST:10001; 'local' starts a Ray on this "
                              "machine). Every node needs bubblewrap and the same rnnlab; the files are "
-                             "written here. --jobs is then Ray's: as many notebooks at once as the CPUs allow")
+                             "written here. Ray runs as many notebooks at once as the cluster's CPUs allow "
+                             "(local: --jobs x --cpus-per-task CPUs)")
     parser.add_argument("--cpus-per-task", type=float, default=2, metavar="N",
                         help="with --address: CPUs Ray reserves for each notebook (its kernel, then its "
                              "functions one at a time; default: 2)")
