@@ -231,7 +231,11 @@ def checkout(*starts):
     from, else the current folder if it is one; None otherwise (an installed ``rnnlab``, run
     away from a checkout)."""
     here = Path(__file__).resolve()
-    for root in [*map(Path, starts), *here.parents[2:4], Path.cwd()]:
+    try:
+        cwd = [Path.cwd()]
+    except OSError:                         # a current folder that was removed
+        cwd = []
+    for root in [*map(Path, starts), *here.parents[2:4], *cwd]:
         if (root / "_toc.yml").is_file() and (root / "book").is_dir():
             return root
     return None
