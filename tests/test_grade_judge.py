@@ -322,3 +322,25 @@ def test_the_course_kit_lists_the_books_exercises():
     text = page.read_text(encoding="utf-8")
     assert text.count("<!-- exercises: ") >= 5
     assert kit.refresh(text, folder.BOOK) == text, "book/teaching.md is stale: run python -m rnnlab.checks.grade.kit"
+
+
+def test_the_book_is_found_from_a_checkout_and_named_when_missing(tmp_path, monkeypatch, capsys):
+    """book/ is found by what a checkout holds (_toc.yml and book/), not by the package's depth; an
+    installed rnnlab run away from a checkout has none, and the commands say which option to give."""
+    from rnnlab.checks.grade import kit
+
+    root = folder.checkout()
+    assert root is not None and folder.find_book() == root / "book" == folder.BOOK
+    with pytest.raises(ValueError, match=r"--book .*not the book's folder of chapters"):
+        folder.find_book(tmp_path)
+    monkeypatch.setattr(folder, "__file__", str(tmp_path / "site-packages/rnnlab/checks/grade/folder.py"))
+    monkeypatch.chdir(tmp_path)
+    assert folder.checkout() is None and folder.find_book() is None
+    with pytest.raises(SystemExit):
+        kit.main(["--check"])
+    assert "--book: no checkout of the book here" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        kit.main(["--check", "--book", str(root / "book"), "--page", str(tmp_path / "none.md")])
+    err = capsys.readouterr().err
+    assert "--page" in err and "no such file" in err
+    assert folder.checkout(root) == root                                  # an explicit start wins
