@@ -139,6 +139,8 @@ def plain(t):
 
 def as_numpy(t):
     """A NumPy view of a CPU tensor (a copy only if it is not contiguous, or a lazy conj/neg view)."""
+    if t.is_contiguous() and not t.is_conj() and not t.is_neg():     # the usual case, in fewer calls
+        return t.detach().numpy()
     return plain(t).numpy()
 
 
@@ -163,20 +165,20 @@ def start_thread_pool():
     _pool_started = True
 
 
-def thread_count(work, serial_below, jobs=None):
+def thread_count(work, serial_below, jobs=None, current=None):
     """Threads for a parallel kernel: one when ``work < serial_below``, else torch's current
-    number (``torch.set_num_threads`` may have changed since import), at most numba's and ``jobs``."""
-    start_thread_pool()
+    number (``torch.set_num_threads`` may have changed since import), at most numba's
+    (``current``, read when not given) and ``jobs``."""
     if work < serial_below:
         return 1
-    threads = min(numba.get_num_threads(), torch.get_num_threads())
+    if current is None:
+        start_thread_pool()
+        current = numba.get_num_threads()
+    threads = min(current, torch.get_num_threads())
     return threads if jobs is None else max(1, min(threads, jobs))
 
 
-def run_on_threads(threads, kernel, *args):
-    """Call ``kernel(*args)`` with numba's thread count set to ``threads`` (restored after)."""
-    start_thread_pool()
-    current = numba.get_num_threads()
+def _call_on_threads(threads, current, kernel, args):
     if threads == current:
         kernel(*args)
         return
@@ -187,10 +189,18 @@ def run_on_threads(threads, kernel, *args):
         numba.set_num_threads(current)
 
 
+def run_on_threads(threads, kernel, *args):
+    """Call ``kernel(*args)`` with numba's thread count set to ``threads`` (restored after)."""
+    start_thread_pool()
+    _call_on_threads(threads, numba.get_num_threads(), kernel, args)
+
+
 def run_parallel(kernel, work, B, serial_below, *args):
     """Call ``kernel(*args)``, parallel over a batch of ``B``, on torch's number of threads
     (at most ``B``), or on one thread when ``work < serial_below`` or ``B == 1``."""
-    run_on_threads(thread_count(work, serial_below, jobs=B), kernel, *args)
+    start_thread_pool()
+    current = numba.get_num_threads()
+    _call_on_threads(thread_count(work, serial_below, B, current), current, kernel, args)
 
 
 # Smallest channel block a job gets when the channels are split: 16 float32
@@ -216,8 +226,10 @@ def run_channel_blocks(kernel, shape, serial_below, inputs, outputs):
     parallel over (batch row, block of channels) jobs (:func:`channel_block`), on as
     many threads as torch uses now, and on one below ``serial_below`` elements."""
     B, T, C = shape
-    threads = thread_count(B * T * C, serial_below)
-    run_on_threads(threads, kernel, *inputs, channel_block(B, C, threads), *outputs)
+    start_thread_pool()
+    current = numba.get_num_threads()
+    threads = thread_count(B * T * C, serial_below, None, current)
+    _call_on_threads(threads, current, kernel, (*inputs, channel_block(B, C, threads), *outputs))
 
 
 # ---------------------------------------------------------------------------
