@@ -49,7 +49,7 @@ def _timescales(lam):
     memory, period = [], []
     for z in np.asarray(lam, dtype=complex):
         r, theta = abs(z), abs(np.angle(z))
-        memory.append(math.inf if r >= 1 else 1.0 / math.log(1.0 / r))
+        memory.append(math.inf if r == 1 else 1.0 / math.log(1.0 / r))  # < 0 when r > 1
         period.append(math.inf if theta == 0 else 2 * math.pi / theta)
     return np.array(memory), np.array(period)
 
@@ -189,6 +189,13 @@ def test_timescales_with_signed_angles_fail():
         theta = np.angle(np.asarray(lam))
         return memory, np.where(theta == 0, math.inf, 2 * math.pi / np.where(theta == 0, 1, theta))
     _fails("ex-proj-timescales", signed, "case 2 of 4")
+
+
+def test_timescales_with_growing_modes_as_infinite_fail():
+    def infinite(lam):                      # |lambda| > 1 reported as a perfect memory
+        memory, period = _timescales(lam)
+        return np.where(np.abs(np.asarray(lam)) > 1, math.inf, memory), period
+    _fails("ex-proj-timescales", infinite, "case 3 of 4")
 
 
 def test_duplicate_that_repeats_the_whole_source_fails():

@@ -82,14 +82,16 @@ def _delayed_sum_hidden(rng):
 
 
 def _timescales_reference(lam):
-    """(memory, period) per eigenvalue: -1/ln|lambda| steps (inf when |lambda| >= 1) and
-    2 pi/|arg lambda| steps (inf when arg lambda = 0)."""
+    """(memory, period) per eigenvalue: -1/ln|lambda| steps (inf when |lambda| = 1; negative
+    for a growing mode, |lambda| > 1: it grows by e every |memory| steps) and 2 pi/|arg lambda|
+    steps (inf when arg lambda = 0)."""
     import torch
 
     lam = torch.as_tensor(lam).to(torch.complex128)
     r, angle = lam.abs(), lam.angle().abs()
     inf = torch.full_like(r, math.inf)
-    memory = torch.where(r < 1, -1.0 / torch.log(torch.where(r < 1, r, 0.5 * torch.ones_like(r))), inf)
+    log_r = torch.log(r)
+    memory = torch.where(log_r != 0, -1.0 / torch.where(log_r != 0, log_r, torch.ones_like(r)), inf)
     period = torch.where(angle > 0, 2 * math.pi / torch.where(angle > 0, angle, torch.ones_like(angle)), inf)
     return memory, period
 
@@ -104,8 +106,9 @@ def _timescales_cases():
     return [
         Case((polar([e], [math.pi / 2]),), show="lam = e^-1 * i (memory 1 step, period 4 steps)"),
         Case((polar([0.9, 0.9], [0.5, -0.5]),), show="a conjugate pair 0.9 e^{±0.5i}"),
-        Case((polar([1.0, 0.5, 0.99], [2 * math.pi / 7, 0.0, math.pi]),),
-             show="|lambda| = 1 (memory inf), a real 0.5 (period inf), -0.99 (period 2)"),
+        Case((polar([1.0, 0.5, 0.99, 1.05], [2 * math.pi / 7, 0.0, math.pi, 0.3]),),
+             show="|lambda| = 1 (memory inf), a real 0.5 (period inf), -0.99 (period 2), "
+                  "|lambda| = 1.05 (growing: memory -1/ln 1.05 < 0)"),
         Case((polar([0.2, 0.7, 0.95, 0.999], [3.0, -0.1, 1.0, 0.01]),),
              show="four modes from fast to slow"),
     ]
@@ -118,7 +121,8 @@ exercise(
     difficulty=1, words=False,
     hint="|lambda|^t = exp(-t / tau) gives the memory tau; the angle advances by |arg lambda| a "
          "step, so a full turn takes 2 pi / |arg lambda| steps. Return float('inf') where "
-         "a mode never fades or never turns.")
+         "a mode neither fades nor grows (|lambda| = 1) or never turns; a growing mode "
+         "(|lambda| > 1) keeps the same formula, a negative memory.")
 
 
 @hidden("ex-proj-timescales")
@@ -126,7 +130,7 @@ def _timescales_hidden(rng):
     import torch
 
     n = 6
-    lam = torch.polar(torch.from_numpy(rng.uniform(0.1, 0.999, n)), torch.from_numpy(rng.uniform(-3, 3, n)))
+    lam = torch.polar(torch.from_numpy(rng.uniform(0.1, 1.2, n)), torch.from_numpy(rng.uniform(-3, 3, n)))
     return [Case((lam,))]
 
 
