@@ -21,7 +21,8 @@ data (its events, verdicts and notes), never anything a student process wrote.
   outcomes as they finish.
 
 The teacher's ``--import`` modules that are not installed packages travel with
-the tasks (Ray's ``runtime_env`` ``py_modules``); Ray itself is imported only here.
+the tasks (unpacked on each task's path before the judge is loaded); Ray itself
+is imported only here.
 """
 from __future__ import annotations
 
@@ -163,8 +164,9 @@ def check_nodes(ray, *, boxed, cpus_per_task, timeout=600):
 # ------------------------------------------------------------------------------------ the tasks
 
 def _shipped_modules(imports):
-    """The teacher's ``--import`` modules that the nodes may lack: top-level modules or packages
-    that are not installed packages and not rnnlab (sent with each task by Ray)."""
+    """The paths of the teacher's ``--import`` modules that the nodes may lack: the top-level
+    modules' files or packages' folders that are not installed packages and not rnnlab (they
+    go to the cluster once, and each task puts them on its path)."""
     shipped = []
     for name in dict.fromkeys(m.split(".")[0] for m in imports):
         module = sys.modules.get(name) or importlib.import_module(name)
@@ -172,47 +174,67 @@ def _shipped_modules(imports):
         if name == "rnnlab" or not where or any(part in ("site-packages", "dist-packages")
                                                 for part in Path(where).parts):
             continue
-        if module not in shipped:
-            shipped.append(module)
+        path = list(getattr(module, "__path__", []))[:1] or [where]     # a package's folder, or the file
+        if path[0] not in shipped:
+            shipped.append(path[0])
     return shipped
 
 
-def pack(folder):
-    """A folder (numba's cache for this run) as tar bytes, or None when there is none."""
-    if folder is None or not Path(folder).is_dir():
+def pack(paths):
+    """Files and folders (numba's cache for this run, the teacher's modules) as tar bytes, each
+    under its own name; None when there is none."""
+    paths = [Path(p) for p in paths if p is not None and Path(p).exists()]
+    if not paths:
         return None
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode="w") as tar:
-        tar.add(str(folder), arcname="numba")
+        for path in paths:
+            tar.add(str(path), arcname=path.name)
     return data.getvalue()
 
 
 def _unpack(data, into):
+    Path(into).mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        if sys.version_info >= (3, 12) or hasattr(tarfile, "data_filter"):
+        if hasattr(tarfile, "data_filter"):
             tar.extractall(into, filter="data")
         else:                                   # the grader's own archive (no student process wrote it)
             tar.extractall(into)
-    return Path(into) / "numba"
+    return Path(into)
 
 
-def _task(cells, nb, judge, opts, numba, imports):
+def _task(cells, nb, judge, opts, numba, modules, imports):
     """One notebook graded on a node: :func:`rnnlab.checks.grade.grade_one` with this node's own
-    paths (numba's cache unpacked from the driver's, the network prefix of ``--unsafe``)."""
+    paths: the teacher's modules unpacked and on the path (here, in the kernels and candidates)
+    before the judge (cloudpickle bytes) is loaded, numba's cache unpacked from the driver's, the
+    network prefix of ``--unsafe``. The worker's path and environment are restored after."""
+    import cloudpickle
+
     from . import grade_one, scrub
     from .kernel import isolation
 
-    for module in imports:                  # the teacher's exercises, registered as on the driver
-        importlib.import_module(module)
-    opts = copy.copy(opts)
-    tmp = tempfile.mkdtemp(prefix="rnnlab-grade-task-")
+    tmp = Path(tempfile.mkdtemp(prefix="rnnlab-grade-task-"))
+    saved_path, saved_env = list(sys.path), os.environ.get("PYTHONPATH")
     try:
-        opts.numba_seed = judge.numba_seed = _unpack(numba, tmp) if numba else None
+        if modules:
+            folder = str(_unpack(modules, tmp / "modules"))
+            sys.path.insert(0, folder)
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [folder, saved_env]))
+        judge = cloudpickle.loads(judge)
+        for module in imports:              # the teacher's exercises, registered as on the driver
+            importlib.import_module(module)
+        opts = copy.copy(opts)
+        opts.numba_seed = judge.numba_seed = _unpack(numba, tmp) / "numba" if numba else None
         judge.threads = getattr(opts, "threads", None)
         if not opts.sandbox:
             opts.prefix = judge.prefix = isolation()
         execution, results, note, cell_errors = grade_one(cells, nb, judge, opts)
     finally:
+        sys.path[:] = saved_path
+        if saved_env is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_env
         shutil.rmtree(tmp, ignore_errors=True)
     secrets = [Path.home(), sys.prefix]     # this node's own paths (the driver scrubs its own)
     for record in results.values():
@@ -224,16 +246,16 @@ def run(ray, tasks, judge, opts, *, cpus_per_task, imports=()):
     """Grade ``tasks`` (``(student, rel, notebook, cells)``) on the cluster, one task per notebook;
     yield ``(index, outcome)`` as each finishes, ``outcome`` being ``grade_one``'s tuple or the
     exception that stopped it. Unfinished tasks are cancelled when the caller stops."""
-    shipped = _shipped_modules(imports)
-    options = {"num_cpus": cpus_per_task, "retry_exceptions": False}
-    if shipped:
-        options["runtime_env"] = {"py_modules": shipped}
-    remote = ray.remote(_task).options(**options)
+    import cloudpickle
+
+    remote = ray.remote(_task).options(num_cpus=cpus_per_task, retry_exceptions=False)
     opts = copy.copy(opts)
     opts.threads = max(1, int(cpus_per_task))
-    judge_ref, numba_ref = ray.put(judge), ray.put(pack(getattr(opts, "numba_seed", None)))
+    # the judge as bytes: loaded in the task once the teacher's modules are on its path
+    judge_ref = ray.put(cloudpickle.dumps(judge))
+    numba_ref, modules_ref = ray.put(pack([getattr(opts, "numba_seed", None)])), ray.put(pack(_shipped_modules(imports)))
     opts.numba_seed = None
-    pending = {remote.remote(cells, nb, judge_ref, opts, numba_ref, list(imports)): i
+    pending = {remote.remote(cells, nb, judge_ref, opts, numba_ref, modules_ref, list(imports)): i
                for i, (_student, _rel, nb, cells) in enumerate(tasks)}
     try:
         while pending:
