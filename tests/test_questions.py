@@ -58,8 +58,10 @@ def test_every_page_is_a_page_of_the_toc_and_every_anchor_a_label_on_it():
 def test_the_bank_is_out_of_the_book_and_ships_with_the_package():
     assert not list((quiz.ROOT / "book").rglob("*.yaml")) or all(
         "questions" not in p.parts for p in (quiz.ROOT / "book").rglob("*.yaml"))
-    pyproject = (quiz.ROOT / "pyproject.toml").read_text(encoding="utf8")
-    assert '"rnnlab.course" = ["questions/*.yaml"]' in pyproject
+    import tomllib
+
+    pyproject = tomllib.loads((quiz.ROOT / "pyproject.toml").read_text(encoding="utf8"))
+    assert "questions/*.yaml" in pyproject["tool"]["setuptools"]["package-data"]["rnnlab.course"]
 
 
 def test_quiz_is_reproducible_by_seed_and_holds_no_answers(tmp_path):
