@@ -305,10 +305,9 @@ def _kind(x):
     return article(type(x).__name__)
 
 
-def article(name):
-    """``name`` after its indefinite article: ``"an int"``, ``"a generator"`` (by the first letter)."""
-    name = str(name)
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+# ``name`` after its indefinite article ("an int", "a generator"): the grader's candidate process keeps
+# the one copy, since it runs on the standard library alone and never imports rnnlab.
+from .grade.candidate import article  # noqa: E402
 
 
 def _short(x, width=120):
