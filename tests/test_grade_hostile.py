@@ -606,3 +606,26 @@ def test_the_sandbox_shows_only_what_python_needs(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert json.loads(out.decode().strip().splitlines()[-1]) == [False, False, False, False, None, "/job/work"], err
     assert os.path.isdir(os.path.join(os.path.dirname(os.path.dirname(rnnlab.__file__)), "full"))
+
+
+@needs_sandbox
+def test_the_sandbox_shows_the_books_committed_data_and_nothing_else_of_the_book(tmp_path):
+    """A chapter that reads its committed results (rnnlab.notebook.book_file) runs in the sandbox as in a checkout;
+    the book's notebooks and the full edition's solutions stay out of sight."""
+    import subprocess
+
+    import rnnlab
+
+    checkout = os.path.dirname(os.path.dirname(rnnlab.__file__))
+    if not os.path.isdir(os.path.join(checkout, "book", "lowrank", "data")):
+        pytest.skip("rnnlab is not installed from a checkout with the book's data")
+    (tmp_path / "work").mkdir()
+    code = ("import os, json, rnnlab\n"
+            "from rnnlab.notebook import book_file\n"
+            "p = book_file('lowrank/data/bench-cells-cpu.json')\n"
+            "print(json.dumps([len(json.loads(p.read_text())['rows']) > 0] + [os.path.exists(os.path.join("
+            f"{checkout!r}, q)) for q in ('book/lowrank/01_cells.ipynb', 'full', 'student', 'tests')]))")
+    proc = sandbox.popen(sandbox.command([sys.executable, "-c", code], tmp_path, sandbox.environment()),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(timeout=120)
+    assert json.loads(out.decode().strip().splitlines()[-1]) == [True, False, False, False, False], err

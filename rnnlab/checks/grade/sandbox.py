@@ -154,6 +154,16 @@ def python_roots():
     return [r for r in roots if str(r) != "/" and not any(str(r) == s or str(r).startswith(s + "/") for s in system)]
 
 
+def book_data_roots():
+    """The book's committed data folders (``book/<chapter>/data`` of the checkout rnnlab is installed
+    from), read-only: the chapters read their committed results with :func:`rnnlab.notebook.book_file`. Only
+    those folders: the rest of the checkout (the full edition's solutions among it) stays out of sight."""
+    import rnnlab
+
+    book = Path(rnnlab.__file__).resolve().parent.parent / "book"
+    return sorted(p for p in book.glob("*/data") if p.is_dir()) if book.is_dir() else []
+
+
 def environment(extra=None, threads=1):
     """The sandbox's whole environment: no variable of the teacher's (a token, a path) reaches it."""
     from .candidate import OFFLINE_ENV
@@ -173,7 +183,7 @@ def environment(extra=None, threads=1):
 def command(argv, job, env, cwd=f"{JOB}/work"):
     """``argv`` run in a sandbox whose only writable folder is ``job`` (seen as ``/job``)."""
     args = [bwrap(), *_isolation(), *_system()]
-    for root in python_roots():
+    for root in python_roots() + book_data_roots():
         args += ["--ro-bind", str(root), str(root)]
     args += ["--bind", str(job), JOB, "--chdir", cwd]
     for name, value in env.items():
