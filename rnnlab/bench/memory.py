@@ -141,7 +141,7 @@ def copy_per_step(kind, v, d, u):
     """The memory with ``V_t`` rebuilt by concatenation at every step (eq. 1, 6 read
     literally): the same reads as :func:`rnnlab.neural_memory`, for the memory
     comparison only. Returns the reads ``(B, T, m)`` (deque ``(B, T, 2, m)``)."""
-    from rnnlab.kernels.memory_torch import _pop, _read      # the reference's pieces
+    from rnnlab.kernels.memory_torch import pop as _pop, read as _read      # the reference's pieces
 
     B, T = d.shape[:2]
     rows = v.new_zeros(B, 0, v.shape[-1])

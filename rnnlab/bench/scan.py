@@ -554,3 +554,6 @@ def from_args(args, parser=None):
 if __name__ == "__main__":  # pragma: no cover
     from .__main__ import main
     sys.exit(main(["scan"] + sys.argv[1:]))
+
+
+inputs, fwdbwd = _inputs, _fwdbwd      # public, for rnnlab.bench.scan_plain

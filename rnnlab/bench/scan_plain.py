@@ -94,7 +94,7 @@ def _child(cfg):
     from rnnlab import linear_scan
     from rnnlab.kernels import scan_cpu
 
-    from .scan import DTYPES, _fwdbwd, _inputs
+    from .scan import DTYPES, fwdbwd as _fwdbwd, inputs as _inputs
 
     if cfg.get("threads"):
         torch.set_num_threads(cfg["threads"])
@@ -270,7 +270,7 @@ def format_table(rows, *, title=None):
 
 
 def add_arguments(parser):
-    from .scan import _positive_int
+    from . import positive_int as _positive_int
     parser.add_argument("--T", type=_positive_int, default=1024, help="sequence length (default 1024)")
     parser.add_argument("--B", type=_positive_int, default=16, help="batch size (default 16)")
     parser.add_argument("--C", type=_positive_int, default=256, help="channels (default 256)")

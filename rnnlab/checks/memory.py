@@ -148,7 +148,7 @@ def _deque_pops_reference(s, u_top, u_bot):
 
     from rnnlab.kernels import memory_torch
 
-    pop = memory_torch._pop
+    pop = memory_torch.pop
     top = pop(s[None], torch.tensor([u_top], dtype=s.dtype), "top")
     return pop(top, torch.tensor([u_bot], dtype=s.dtype), "front")[0]
 
@@ -247,7 +247,7 @@ def _read_grad_reference():
     from rnnlab.kernels import memory_torch
 
     s = _t(list(READ_GRAD_S)).requires_grad_()
-    w = memory_torch._read_weights(s[None], "top")[0]
+    w = memory_torch.read_weights(s[None], "top")[0]
     (grad,) = torch.autograd.grad((w * _t(list(READ_GRAD_GAMMA))).sum(), s)
     return grad
 
@@ -283,7 +283,7 @@ def _queue_pop_grad_reference(s_prev, u, g):
 
     s_prev = s_prev.clone().requires_grad_()
     u_t = torch.tensor([u], dtype=s_prev.dtype, requires_grad=True)
-    s = memory_torch._pop(s_prev[None], u_t, "front")[0]
+    s = memory_torch.pop(s_prev[None], u_t, "front")[0]
     grad_s, grad_u = torch.autograd.grad(s, (s_prev, u_t), g)
     return grad_s, float(grad_u[0])
 

@@ -7,7 +7,8 @@ the book, which plots them (:func:`rnnlab.theory.laws.laws_from_json`).
 """
 import torch
 
-from ..theory.laws import _seeds, initialisation_laws, law_verdicts, laws_table, laws_to_json
+from ..theory.laws import initialisation_laws, law_verdicts, laws_table, laws_to_json
+from ..theory.laws import seed_tuple as _seeds
 
 
 def main(argv=None):

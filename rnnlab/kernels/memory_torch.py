@@ -410,3 +410,7 @@ def neural_memory_loop(kind, v, d, u):
             zeros = [torch.zeros_like(d[:, t])] * (T - 1 - t)
             out_strengths.append(torch.stack(strengths + zeros, 1))
     return torch.stack(reads, 1), torch.stack(out_strengths, 1)
+
+
+# The rules under public names, for the chapter's checks and the memory benchmark.
+pop, read, read_weights = _pop, _read, _read_weights

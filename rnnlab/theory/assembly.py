@@ -28,8 +28,8 @@ from ..models.combo import (
     theorem1_abscissa,
     theorem1_module_metric,
 )
-from .certificate import Certificate, _as_metric, _check_g, _check_W
-from .theorems import _topological_order
+from .certificate import Certificate, as_metric as _as_metric, check_g as _check_g, check_W as _check_W
+from .theorems import topological_order as _topological_order
 
 __all__ = [
     "block_mask",

@@ -350,3 +350,8 @@ def _solve(problem, allow_infeasible=False):
 def _psd(expr):
     """Symmetrise a cvxpy expression so that ``>>`` accepts it."""
     return (expr + expr.T) / 2
+
+
+# The helpers under public names, for the modules that build on this one (theorems, assembly); they
+# keep their underscore names here, which the chapter's listings show.
+TOL, check_W, check_g, check_form, as_metric, solve, psd = _TOL, _check_W, _check_g, _check_form, _as_metric, _solve, _psd

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from ..models.cells import CELLS
-from .jacobians import _kind, recurrent_jacobian
+from .jacobians import model_kind as _kind, recurrent_jacobian
 from .spectra import spectral_radius
 
 NORMS = ("fro", "spectral")

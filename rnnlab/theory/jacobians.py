@@ -176,3 +176,6 @@ def autograd_jacobian(model, x_t, state=None, *, full_state=False):
     s = torch.cat([h, c], 1) if kind == "lstm" else h
     J = torch.stack([torch.autograd.functional.jacobian(lambda v: one(x1, v), s1) for x1, s1 in zip(x_t, s)])
     return J if full_state or kind != "lstm" else J[:, :, :H]
+
+
+model_kind = _kind      # public, for rnnlab.theory.horizon

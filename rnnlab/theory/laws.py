@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from ..models.cells import glorot_uniform, haar_orthogonal, init_recurrent, recurrent_matrix
-from .spectra import spectral_radius, spectral_norm, _entropy_rank, truncated_haar_mean_modulus
+from .spectra import spectral_radius, spectral_norm, truncated_haar_mean_modulus
+from .spectra import entropy_rank as _entropy_rank
 
 
 # ---------------------------------------------------------------------------
@@ -439,3 +440,5 @@ def laws_from_json(items):
     """:class:`LawRow` s back from :func:`laws_to_json`."""
     return [LawRow(**{**d, "predicted": math.nan if d["predicted"] is None else d["predicted"]}) for d in items]
 
+
+seed_tuple = _seeds      # public, for rnnlab.experiments.lowrank_laws

@@ -263,3 +263,6 @@ def check_certificate(cert, W, **kwargs):
     if "L" in cert.details and "L" not in kwargs:
         kwargs["L"] = cert.details["L"]
     return empirical_contraction(W, cert.metric, certified_rate=cert.rate, **kwargs)
+
+
+input_fn = _input_fn      # public, for rnnlab.theory.theorems

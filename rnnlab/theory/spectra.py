@@ -190,3 +190,6 @@ def truncated_haar_mean_modulus(ratio):
         return 1.0
     a = math.sqrt(ratio)
     return 1.0 / a - (1.0 - ratio) / ratio * math.atanh(a)
+
+
+entropy_rank = _entropy_rank      # public, for rnnlab.theory.laws

@@ -15,8 +15,10 @@ import numpy as np
 
 from ..models.combo import lyapunov_metric, metzler_diagonal_metric, theorem1_matrix, theorem1_rate
 from .activations import get_activation
-from .certificate import Certificate, _TOL, _check_W, _check_form, _check_g, _psd, _solve, sym
-from .simulation import _input_fn, simulate
+from .certificate import Certificate, sym
+from .certificate import TOL as _TOL, check_W as _check_W, check_form as _check_form, check_g as _check_g
+from .certificate import psd as _psd, solve as _solve
+from .simulation import input_fn as _input_fn, simulate
 
 __all__ = [
     "certify_theorem1", "certify_theorem2", "certify_theorem3", "certify_theorem4", "certify_theorem5",
@@ -547,3 +549,6 @@ def certify_theorem6(W, g=None, *, activation="tanh", P=None, x0=None, u=None, T
     msg = (f"holds along the simulated trajectory (t <= {times[-1]:.3g}): c = {c:.4g}, min_t beta(t) = {beta:.4g}, "
            f"so V = dx^T P D dx decays at rate >= beta (measured {V_rate:.4g})")
     return Certificate(name, True, np.diag(p), beta / 2, beta, msg, details=details)
+
+
+topological_order = _topological_order      # public, for rnnlab.theory.assembly
