@@ -229,7 +229,7 @@ def _memory_backend(net):
     if not isinstance(net, MemoryLSTM):
         return None
     try:
-        state = net._start(1, 1)
+        state = net.start(1, 1)
         return state[0].backend
     except Exception:  # noqa: BLE001 - only informative
         return net.backend

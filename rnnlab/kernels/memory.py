@@ -21,6 +21,7 @@ The whole-sequence op and the step op call the same per-step kernels.
 import torch
 from torch.autograd.function import once_differentiable
 
+from .._validate import check_int
 from ._backend import REAL_DTYPES as DTYPES, backend_module, check_dtype, check_like, check_tensor, resolve_backend
 from .memory_torch import HEADS, values_buffer, values_grad
 
@@ -258,11 +259,7 @@ class _MemoryStep(torch.autograd.Function):
 
 
 def _positive_int(x, arg, name):
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise TypeError(f"{name}: {arg} must be an int, got {type(x).__name__}")
-    if x < 1:
-        raise ValueError(f"{name}: {arg} must be >= 1, got {x}")
-    return x
+    return check_int(arg, x, minimum=1, fn=name)
 
 
 class NeuralMemory:

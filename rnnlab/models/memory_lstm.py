@@ -267,6 +267,10 @@ class MemoryLSTM(_Transducer):
     def extra_repr(self):
         return f"kind={self.kind!r}, pop_bias={self.pop_bias}, backend={self.backend!r}"
 
+    def start(self, batch_size, steps):
+        """The state of a run of ``steps`` steps over ``batch_size`` sequences (an empty memory, h0, c0)."""
+        return self._start(batch_size, steps)
+
     def _start(self, batch_size, steps):
         w = self.cell.weight_hh
         memory = _kernels.NeuralMemory(self.kind, batch_size, max(int(steps), 1), self.value_size, dtype=w.dtype,
