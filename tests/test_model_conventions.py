@@ -95,3 +95,21 @@ def test_the_four_ops_and_their_references_at_the_top_level():
     for name in ("linear_scan", "modal_stack_scan", "neural_memory", "recurrent_cell"):
         for n in (name, name + "_ref"):
             assert n in rnnlab.__all__ and getattr(rnnlab, n) is getattr(kernels, n), n
+
+
+@pytest.mark.parametrize("name", ["SparseComboNet", "SVDComboNet"])
+def test_the_combo_nets_take_generator_and_device(name):
+    from rnnlab.models import SparseComboNet, SVDComboNet
+
+    cls = {"SparseComboNet": SparseComboNet, "SVDComboNet": SVDComboNet}[name]
+    kw = {"seed": 0} if name == "SparseComboNet" else {}      # the module sampler's own seed
+    before = torch.get_rng_state()
+    a, b = (cls(1, [4, 4], 2, generator=_gen(5), **kw) for _ in range(2))
+    c = cls(1, [4, 4], 2, generator=_gen(6), **kw)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert all(torch.equal(x, y) for x, y in zip(_state(a), _state(b)))
+    assert not all(torch.equal(x, y) for x, y in zip(_state(a), _state(c)))
+    meta = cls(1, [4, 4], 2, generator=_gen(5), device="meta", **kw)
+    assert {p.device.type for p in meta.parameters()} == {"meta"}
+    with pytest.raises(TypeError, match="generator must be a torch.Generator"):
+        cls(1, [4, 4], 2, generator=3, **kw)

@@ -49,6 +49,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .._validate import check_int, check_optional_int, check_positive
+from .common import resolve_generator, seeded_init
 from . import combo_modules as _combo_modules
 from .combo_modules import (  # the modules and their metrics (page 4 of the chapter), re-exported
     block_mask,
@@ -388,8 +389,11 @@ class SparseComboNet(_ComboNet):
         Lyapunov solution, replaced by the explicit metric where it fails
         Theorem 1; :attr:`metric_sources` records which was used).
     seed
-        Seed of the module sampler (torch's global RNG initialises the trained
-        weights).
+        Seed of the module sampler.
+    generator, device
+        The models' constructor convention (:mod:`rnnlab.models.common`): the
+        trained weights are drawn from ``generator`` (None: torch's global RNG),
+        then the whole net moves to ``device``.
 
     The modules ``W`` and their metrics are buffers; contraction is verified at
     construction (:meth:`verify_contraction`), and ``M L + L^T M = 0`` holds by
@@ -400,35 +404,38 @@ class SparseComboNet(_ComboNet):
     def __init__(self, input_size, hidden_sizes, output_size=None, *, density=0.265, scalar=0.27,
                  post_scalar=1.0, activation="relu", alpha=0.1, lower_only=True, form="x", readout="last",
                  b_std=0.01, metric="explicit", seed=None, max_tries=100_000, constraint="on",
-                 dtype=torch.float32, euler_margin=None):
-        super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
-                         lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
-                         constraint=constraint, euler_margin=euler_margin)
-        rng = np.random.default_rng(seed)
-        n = self.hidden_size
-        W = np.zeros((n, n))
-        p = np.ones(n)
-        tries, sources = 0, []
-        for sl, size in zip(self._blocks(), self.hidden_sizes):
-            Wk, t = sample_theorem1_module(size, density, scalar, post_scalar=post_scalar, g=self.g,
-                                           rng=rng, max_tries=max_tries)
-            pk, src, _ = theorem1_module_metric(Wk, self.g, method=metric)
-            W[sl, sl] = Wk
-            p[sl] = pk
-            tries += t
-            sources.append(src)
-        self.acceptance_rate = len(self.hidden_sizes) / tries
-        self.metric_sources = sources
-        self.register_buffer("weight_hh", torch.as_tensor(W, dtype=dtype))
-        # the metric is kept in float64: it can span many orders of magnitude
-        self.register_buffer("metric", torch.as_tensor(p, dtype=torch.float64))
-        self.certificate = self._check()
-        cond = float(p.max() / p.min())
-        if cond > 1e6:
-            warnings.warn(f"SparseComboNet: the modules' metric has condition number {cond:.2g}, so "
-                          f"L = B - M^-1 B^T M has entries up to ~{cond:.1g} |B|; the Euler steps will "
-                          f"likely overflow (denser, smaller modules give better-conditioned metrics)",
-                          RuntimeWarning, stacklevel=2)
+                 dtype=torch.float32, euler_margin=None, generator=None, device=None):
+        with seeded_init(resolve_generator(generator, fn=type(self).__name__)):
+            super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
+                             lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
+                             constraint=constraint, euler_margin=euler_margin)
+            rng = np.random.default_rng(seed)
+            n = self.hidden_size
+            W = np.zeros((n, n))
+            p = np.ones(n)
+            tries, sources = 0, []
+            for sl, size in zip(self._blocks(), self.hidden_sizes):
+                Wk, t = sample_theorem1_module(size, density, scalar, post_scalar=post_scalar, g=self.g,
+                                               rng=rng, max_tries=max_tries)
+                pk, src, _ = theorem1_module_metric(Wk, self.g, method=metric)
+                W[sl, sl] = Wk
+                p[sl] = pk
+                tries += t
+                sources.append(src)
+            self.acceptance_rate = len(self.hidden_sizes) / tries
+            self.metric_sources = sources
+            self.register_buffer("weight_hh", torch.as_tensor(W, dtype=dtype))
+            # the metric is kept in float64: it can span many orders of magnitude
+            self.register_buffer("metric", torch.as_tensor(p, dtype=torch.float64))
+            self.certificate = self._check()
+            cond = float(p.max() / p.min())
+            if cond > 1e6:
+                warnings.warn(f"SparseComboNet: the modules' metric has condition number {cond:.2g}, so "
+                              f"L = B - M^-1 B^T M has entries up to ~{cond:.1g} |B|; the Euler steps will "
+                              f"likely overflow (denser, smaller modules give better-conditioned metrics)",
+                              RuntimeWarning, stacklevel=2)
+        if device is not None:
+            self.to(device)
 
     def recurrent_weight(self):
         return self.weight_hh
@@ -451,7 +458,7 @@ class SVDComboNet(_ComboNet):
     (Theorem 5), and so is the assembly with ``L = B - M^{-1} B^T M``. The
     check at construction (:meth:`verify_contraction`) recomputes the rates
     ``1 - g ||Phi W Phi^{-1}||_2`` numerically. ``activation``, ``alpha``,
-    ``form``, ``readout``, ``lower_only``, ``b_std`` and ``constraint`` are as for :class:`SparseComboNet`;
+    ``form``, ``readout``, ``lower_only``, ``b_std``, ``constraint``, ``generator`` and ``device`` are as for :class:`SparseComboNet`;
     ``form="y"`` reproduces the update of the paper's code (E.3).
 
     Initialisation: ``sigma_raw = 1`` as in E.3, ``B ~ N(0, b_std^2)``;
@@ -470,28 +477,31 @@ class SVDComboNet(_ComboNet):
 
     def __init__(self, input_size, hidden_sizes, output_size=None, *, activation="relu", alpha=0.1,
                  lower_only=True, form="x", readout="last", b_std=0.01, constraint="on",
-                 dtype=torch.float32, euler_margin=None, euler_module_share=0.5):
-        super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
-                         lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
-                         constraint=constraint, euler_margin=euler_margin)
-        self.module_scale = 1.0
-        if self.euler_margin is not None:
-            if not 0 < float(euler_module_share) < 1:
-                raise ValueError(f"euler_module_share must be in (0, 1), got {euler_module_share}")
-            if not self.euler_margin < self.alpha:
-                raise ValueError(f"euler_margin ({self.euler_margin:g}) must be below alpha ({self.alpha:g}): "
-                                 f"a step contracts by at most 1 - alpha")
-            self.module_scale = float(euler_module_share) * (self.alpha - self.euler_margin) / self.alpha
-        self.log_phi = nn.ParameterList()
-        self.gen_u = nn.ParameterList()
-        self.gen_v = nn.ParameterList()
-        self.sigma_raw = nn.ParameterList()
-        for size in self.hidden_sizes:
-            self.log_phi.append(nn.Parameter(torch.zeros(size, dtype=dtype)))
-            self.gen_u.append(nn.Parameter(torch.randn(size, size, dtype=dtype) / math.sqrt(size)))
-            self.gen_v.append(nn.Parameter(torch.randn(size, size, dtype=dtype) / math.sqrt(size)))
-            self.sigma_raw.append(nn.Parameter(torch.ones(size, dtype=dtype)))
-        self.certificate = self._check()
+                 dtype=torch.float32, euler_margin=None, euler_module_share=0.5, generator=None, device=None):
+        with seeded_init(resolve_generator(generator, fn=type(self).__name__)):
+            super().__init__(input_size, hidden_sizes, output_size, activation=activation, alpha=alpha,
+                             lower_only=lower_only, form=form, readout=readout, b_std=b_std, dtype=dtype,
+                             constraint=constraint, euler_margin=euler_margin)
+            self.module_scale = 1.0
+            if self.euler_margin is not None:
+                if not 0 < float(euler_module_share) < 1:
+                    raise ValueError(f"euler_module_share must be in (0, 1), got {euler_module_share}")
+                if not self.euler_margin < self.alpha:
+                    raise ValueError(f"euler_margin ({self.euler_margin:g}) must be below alpha ({self.alpha:g}): "
+                                     f"a step contracts by at most 1 - alpha")
+                self.module_scale = float(euler_module_share) * (self.alpha - self.euler_margin) / self.alpha
+            self.log_phi = nn.ParameterList()
+            self.gen_u = nn.ParameterList()
+            self.gen_v = nn.ParameterList()
+            self.sigma_raw = nn.ParameterList()
+            for size in self.hidden_sizes:
+                self.log_phi.append(nn.Parameter(torch.zeros(size, dtype=dtype)))
+                self.gen_u.append(nn.Parameter(torch.randn(size, size, dtype=dtype) / math.sqrt(size)))
+                self.gen_v.append(nn.Parameter(torch.randn(size, size, dtype=dtype) / math.sqrt(size)))
+                self.sigma_raw.append(nn.Parameter(torch.ones(size, dtype=dtype)))
+            self.certificate = self._check()
+        if device is not None:
+            self.to(device)
 
     def modules_weights(self):
         """Per-module ``(W_i, Phi_i^2)`` from equation (19) (``W_i`` scaled by ``module_scale``, 1 without
