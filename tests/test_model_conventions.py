@@ -113,3 +113,19 @@ def test_the_combo_nets_take_generator_and_device(name):
     assert {p.device.type for p in meta.parameters()} == {"meta"}
     with pytest.raises(TypeError, match="generator must be a torch.Generator"):
         cls(1, [4, 4], 2, generator=3, **kw)
+
+
+def test_the_imitation_net_keeps_seed_and_takes_generator_and_device():
+    from rnnlab.models.policy import ImitationNet
+
+    torch.manual_seed(123)
+    assert all(torch.equal(x, y) for x, y in zip(ImitationNet(4, 2, "gru").parameters(),
+                                                 ImitationNet(4, 2, "gru", seed=0).parameters()))
+    before = torch.get_rng_state()
+    a = ImitationNet(4, 2, "lstm", generator=_gen(3))
+    b = ImitationNet(4, 2, "lstm", generator=_gen(3), device="meta")
+    assert torch.equal(torch.get_rng_state(), before)
+    assert {p.device.type for p in b.parameters()} == {"meta"}
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), ImitationNet(4, 2, "lstm", generator=_gen(3)).parameters()))
+    with pytest.raises(ValueError, match="not both"):
+        ImitationNet(4, 2, "gru", seed=1, generator=_gen(3))
