@@ -24,6 +24,7 @@ RANK = {"passed": 5, "failed": 4, "not attempted": 3, "timeout": 2, "error": 1, 
 DEFAULT_DIFFICULTY = 2       # an exercise whose title has no stars yet counts as ★★
 ANSWER_HEAD = re.compile(r"^\s*\*\*Your answer \((?P<label>[\w-]+)\)[^*]*\*\*\s*(?:\*[^*]*\*)?", re.I)
 LABEL_LINE = re.compile(r"^\s*:label:\s*(?P<label>[\w-]+)\s*$", re.M)
+STARS = re.compile(r"^\s*(★{1,3})(?!★)")
 
 
 # ----------------------------------------------------------------- finding the notebooks
@@ -215,12 +216,9 @@ def answers(cells):
 # ----------------------------------------------------------------- points
 
 def difficulty_of(title):
-    """The stars a title starts with: 1, 2 or 3, or None (``"★★ Blelloch's work"`` -> 2); read by
-    the book's own title rule (:func:`rnnlab.book.book_index.difficulty`)."""
-    from ...book.book_index import difficulty
-
-    stars, _ = difficulty((title or "").strip())
-    return len(stars) or None
+    """The stars a title starts with: 1, 2 or 3, or None (``"★★ Blelloch's work"`` -> 2)."""
+    m = STARS.match(title or "")
+    return len(m.group(1)) if m else None
 
 
 EXERCISE_TITLE = re.compile(r"\{exercise\}[ \t]*(?P<title>[^\n]*)\n(?:[ \t]*:[\w-]+:.*\n)*?"
