@@ -73,13 +73,16 @@ def companion_modal():
         _box(ax, x, y, 1.0, 0.7, name, ec=_BLUE, fc=_BLUE_FILL, fontsize=10)
         if k:
             _arrow(ax, (xs[k - 1] + 0.5, y), (x - 0.5, y))
-    # x_t and the feedback −c_k z_{t-k} of the cells z_{t-1} .. z_{t-4} are summed
-    # into z_t, which shifts into the first cell for the next step
+    # x_t and the feedback −c_k z_{t-k} of the cells z_{t-1} .. z_{t-4} (the taps:
+    # only the stored past values, never z_t itself) are summed into z_t; z_t
+    # leaves the sum and is shifted into the first cell for the next step
     xsum = 0.15
     _box(ax, xsum, y, 0.5, 0.5, "Σ", ec=_INK, fc="white", fontsize=11)
-    _arrow(ax, (xsum + 0.25, y), (xs[0] - 0.5, y))
-    ax.text((xsum + 0.25 + xs[0] - 0.5) / 2, y + 0.2, "zₜ", fontsize=9, ha="center",
+    _arrow(ax, (xsum + 0.25, y), (xs[0] - 0.5, y), ls="--")
+    ax.text((xsum + 0.25 + xs[0] - 0.5) / 2, y + 0.12, "zₜ", fontsize=9, ha="center",
             va="bottom", color=_INK)
+    ax.text((xsum + 0.25 + xs[0] - 0.5) / 2, y - 0.12, "next\nstep", fontsize=6.5,
+            ha="center", va="top", color=_GREY, linespacing=1.0)
     ax.text(xsum, 0.2, "xₜ", fontsize=10, ha="center", va="center")
     _arrow(ax, (xsum, 0.05), (xsum, y + 0.25))
     ybus = -2.6
@@ -89,8 +92,8 @@ def companion_modal():
                 fontsize=7.5, color=_ORANGE, va="center", rotation=90)
     ax.plot([xsum, xs[-1]], [ybus, ybus], color=_ORANGE, lw=1)
     _arrow(ax, (xsum, ybus), (xsum, y - 0.25), color=_ORANGE)
-    ax.text(xs[0] - 0.7, ybus - 0.35, "the weighted cells plus xₜ give zₜ, and the register "
-            "shifts by one", fontsize=7.5, color=_ORANGE)
+    ax.text(xs[0] - 0.7, ybus - 0.35, "the weighted past cells plus xₜ give zₜ; at the next "
+            "step the register shifts by one", fontsize=7.5, color=_ORANGE)
     ax.text(-0.4, -4.25, "zₜ = −c₁zₜ₋₁ − … − c₄zₜ₋₄ + xₜ: the new cell depends on all the others",
             fontsize=8.5, color=_INK)
 
@@ -98,24 +101,27 @@ def companion_modal():
     x0 = 7.3
     ax.text(x0 - 0.3, 0.72, "modal form: independent rotating modes", fontsize=10,
             color=_GREEN, fontweight="bold", va="center")
-    ybus_in = -0.8                                    # x_t runs along a bus above the modes
+    ybus_in = -0.05                                   # x_t runs along a bus above the modes
     ax.text(x0 - 0.3, ybus_in, "xₜ", fontsize=11, va="center")
     ax.plot([x0 + 0.05, x0 + 1.2 + 1.4 * (n - 1)], [ybus_in, ybus_in], color=_GREY, lw=0.7)
-    R = 0.62
-    centres = [(x0 + 1.2 + 1.4 * i, -1.55) for i in range(n)]
+    R = 0.55
+    ylab = -0.62                                      # the weight B'_i on the way into mode i
+    centres = [(x0 + 1.2 + 1.4 * i, -1.85) for i in range(n)]
     for i, ((cx, cy), lam, b) in enumerate(zip(centres, EXAMPLE_EIGENVALUES, bprime)):
         ax.add_patch(Circle((cx, cy), R, fill=False, ec=_GREY, lw=0.8, ls="--"))
         ax.add_patch(Circle((cx, cy), R * abs(lam), fill=True, fc=_GREEN_FILL, ec=_GREEN, lw=1))
-        # the point λ and the next power λ², the rotation by θ = arg λ
+        # the point λ and the next powers λ², λ³: the rotation by θ = arg λ
         for p, alpha in ((1, 1.0), (2, 0.45), (3, 0.2)):
             z = lam ** p
             ax.plot(cx + R * z.real, cy + R * z.imag, "o", ms=4, color=_GREEN, alpha=alpha)
         ax.plot([cx, cx + R * lam.real], [cy, cy + R * lam.imag], color=_GREEN, lw=1)
-        ax.text(cx, cy - R - 0.3, f"λ{'₁₂₃₄'[i]} = {_num(abs(lam), 1)}·e^({_num(cmath.phase(lam), 1)}i)",
+        ax.text(cx, cy - R - 0.28, f"λ{'₁₂₃₄'[i]} = {_num(abs(lam), 1)}·e^({_num(cmath.phase(lam), 1)}i)",
                 fontsize=7.5, ha="center", color=_GREEN)
-        ax.text(cx, ybus_in + (0.45 if i % 2 else 0.2), f"B′{'₁₂₃₄'[i]} = {_complex(b)}",
-                fontsize=7, ha="center", color=_INK)
-        _arrow(ax, (cx, ybus_in), (cx, cy + R * abs(lam)), color=_GREY, lw=0.7)
+        # x_t -> [× B'_i] -> mode i: the weight sits on the arrow into its mode
+        ax.plot([cx, cx], [ybus_in, ylab + 0.2], color=_GREY, lw=0.7)
+        _box(ax, cx, ylab, 1.22, 0.4, f"× B′{'₁₂₃₄'[i]}\n{_complex(b)}", ec=_GREY, fc="white",
+             fontsize=6.5, linespacing=1.1)
+        _arrow(ax, (cx, ylab - 0.2), (cx, cy + R * abs(lam)), color=_GREY, lw=0.7)
         _arrow(ax, (cx, cy - R - 0.45), (x0 + 3.3, -3.45), color=_GREY, lw=0.7)
     _box(ax, x0 + 3.3, -3.7, 2.2, 0.5, "yₜ = Re(C′s′ₜ)", ec=_INK, fc="white", fontsize=9)
     ax.text(x0 - 0.3, -4.25, "s′ₜ,ᵢ = λᵢ s′ₜ₋₁,ᵢ + B′ᵢ xₜ: each mode on its own (dots: λ, λ², λ³)",
@@ -181,11 +187,16 @@ def ldstack_staircase(depth=STAIRCASE_DEPTH):
                 _arrow(ax, (t - 0.6, k), (t - 0.4, k), color=_GREY, lw=0.7)
         ax.text(-0.35, k, f"layer {k}" + (" (LDS)" if k == 1 else ""), ha="right", va="center",
                 fontsize=9)
+    # every correction: layer k at step t uses δ(A s⁽ᵏ⁻¹⁾ₜ₋₁) from layer k − 1, one step
+    # behind (at t = 1 the state s₀ = 0 needs none). Solid where layer k − 1 is exact
+    # at t − 1 (the ones the proof uses: t ≤ k), faint where it is not.
     for k in range(2, depth + 1):
-        t = k  # the diagonal: the correction that makes step k of layer k exact
-        _arrow(ax, (t - 1 + 0.2, k - 1 + 0.32), (t - 0.2, k - 0.32), color=_ORANGE, lw=1.3)
-    ax.text(depth + 0.6, depth - 0.5, "δ(A s⁽ᵏ⁻¹⁾ₜ₋₁)\ncorrects layer k\nat step t",
-            fontsize=8.5, color=_ORANGE, va="center")
+        for t in range(2, depth + 1):
+            used = t <= k
+            _arrow(ax, (t - 1 + 0.2, k - 1 + 0.32), (t - 0.2, k - 0.32), color=_ORANGE,
+                   lw=1.3 if used else 0.7, ls="-" if used else ":")
+    ax.text(depth + 0.6, depth - 0.5, "δ(A s⁽ᵏ⁻¹⁾ₜ₋₁)\ncorrects layer k\nat step t\n"
+            "solid: from an\nexact cell", fontsize=8.5, color=_ORANGE, va="center")
     for t in range(1, depth + 1):
         ax.text(t, 0.35, f"t = {t}", ha="center", fontsize=8.5)
     ax.text(-1.4, depth + 0.75, "shaded: layer k equals the RNN on steps t ≤ k", fontsize=9,
