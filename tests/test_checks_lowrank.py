@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-lstm-step", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -19,6 +19,19 @@ def _fails(label, candidate, *words):
     for word in words:
         assert word in result.message, result.message
     return result
+
+
+def test_a_gru_weight_grad_that_gives_the_candidate_h_prev_fails():
+    def h_everywhere(g_pre, r, h_prev):
+        return torch.einsum("btgi,btj->gij", g_pre, h_prev)
+    _fails("ex-lr-gru-weight-grad", h_everywhere, "case 1 of 4", "r_t * h_{t-1}")
+
+
+def test_a_gru_weight_grad_with_the_outer_product_transposed_fails():
+    def transposed(g_pre, r, h_prev):
+        u = torch.stack([h_prev, h_prev, r * h_prev], 2)
+        return torch.einsum("btgi,btgj->gji", g_pre, u)
+    _fails("ex-lr-gru-weight-grad", transposed, "case 1 of 4")
 
 
 def test_radius_from_singular_values_fails():

@@ -400,6 +400,17 @@ def _gru_step_jacobian(W, drive, h_prev):
     return torch.autograd.functional.jacobian(step, h_prev)
 
 
+def _gru_weight_grad(g_pre, r, h_prev):
+    # autograd of L = sum_{b,t,g} g_pre_g . (W_g u_g) with u = (h, h, r * h): the pre-activation gradients
+    # are the upstream gradients of the recurrent terms, so dL/dW is autograd's
+    g_pre, r, h_prev = (torch.as_tensor(v, dtype=torch.float64) for v in (g_pre, r, h_prev))
+    n = h_prev.shape[-1]
+    W = torch.zeros(3, n, n, dtype=torch.float64, requires_grad=True)
+    terms = [h_prev @ W[0].T, h_prev @ W[1].T, (r * h_prev) @ W[2].T]
+    (sum((g_pre[:, :, g] * terms[g]).sum() for g in range(3))).backward()
+    return W.grad
+
+
 def _lstm_cell_step(pre, W, h, c):
     """One LSTM step by torch.nn.LSTMCell (gates i, f, g, o): its input is the drive itself
     (W_ih = I, no biases) and its W_hh the four recurrent matrices stacked."""
@@ -554,6 +565,7 @@ INDEPENDENT = {
     "ex-scans-shared": _shared_grad,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-lstm-step": _lstm_cell_step,
+    "ex-lr-gru-weight-grad": _gru_weight_grad,
     "ex-lr-log-norms": _log_norms,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,

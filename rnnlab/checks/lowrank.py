@@ -58,6 +58,39 @@ exercise(
            "tanh of the new cell state.",))
 
 
+def _gru_weight_grad_reference(g_pre, r, h_prev):
+    import torch
+
+    u = torch.stack([h_prev, h_prev, r * h_prev], 2)  # what W_r, W_z, W_n multiply
+    return torch.einsum("btgi,btgj->gij", g_pre, u)
+
+
+def _gru_weight_grad_cases():
+    import torch
+
+    ones, zeros = torch.ones(1, 2, 3, dtype=torch.float64), torch.zeros(2, 1, 3, dtype=torch.float64)
+    return [
+        Case((_randn(2, 3, 3, 4, seed=20), torch.rand(2, 3, 4, generator=torch.Generator().manual_seed(21),
+                                                      dtype=torch.float64), _randn(2, 3, 4, seed=22)),
+             show="B = 2, T = 3, n = 4, random"),
+        Case((_randn(1, 2, 3, 3, seed=23), ones, _randn(1, 2, 3, seed=24)),
+             show="reset gate open (r = 1): every gate sees h_{t-1}"),
+        Case((_randn(2, 1, 3, 3, seed=25), zeros, _randn(2, 1, 3, seed=26)),
+             show="reset gate shut (r = 0): the candidate's matrix gets no gradient"),
+        Case((_randn(3, 5, 3, 1, seed=27), torch.rand(3, 5, 1, generator=torch.Generator().manual_seed(28),
+                                                      dtype=torch.float64), _randn(3, 5, 1, seed=29)),
+             show="one unit, T = 5"),
+    ]
+
+
+exercise(
+    "ex-lr-gru-weight-grad", notebook=NB1, name="gru_weight_grad", signature="gru_weight_grad(g_pre, r, h_prev)",
+    reference=_gru_weight_grad_reference, cases=_gru_weight_grad_cases, difficulty=1,
+    hint="dL/dW_g is the sum over batch and time of the outer product of delta pre_g with the vector W_g "
+         "multiplies: h_{t-1} for r and z, but r_t * h_{t-1} for the candidate n.",
+    hints=("Stack the three vectors u_g (B, T, 3, n) and contract: einsum('btgi,btgj->gij', g_pre, u).",))
+
+
 # ----------------------------------------------------------------- 02: spectra
 
 def _radius_reference(W1, W2):
@@ -263,6 +296,18 @@ def _normal(rng, *shape):
 def _lstm_step_hidden(rng):
     return [Case((_normal(rng, B, 4, n), 0.5 * _normal(rng, 4, n, n), _normal(rng, B, n), _normal(rng, B, n)))
             for B, n in ((2, 4), (1, 6))]
+
+
+@hidden("ex-lr-gru-weight-grad")
+def _gru_weight_grad_hidden(rng):
+    return [Case((_normal(rng, B, T, 3, n), _uniform(rng, B, T, n), _normal(rng, B, T, n)))
+            for B, T, n in ((2, 4, 3), (1, 3, 5))]
+
+
+def _uniform(rng, *shape):
+    import torch
+
+    return torch.from_numpy(rng.uniform(size=shape))
 
 
 @hidden("ex-lr-lowrank-radius")
