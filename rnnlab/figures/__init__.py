@@ -27,6 +27,7 @@ import io
 import pathlib
 
 from . import contraction, lowrank, scans
+from . import combo_training  # the Euler spiral of book/contraction/05_training_combo_nets
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
 from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/03_copy_memory
@@ -45,6 +46,7 @@ FIGURES = {
     "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
     "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
     "certificate_levels": (contraction.certificate_levels, "book/contraction/figures/certificate_levels.svg"),
+    "euler_spiral": (combo_training.euler_spiral, "book/contraction/figures/euler_spiral.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
@@ -56,11 +58,13 @@ FIGURES = {
     "lds_delay_phasors": (lds_copy.delay_phasors, "book/lds/figures/delay_phasors.svg"),
     "lds_roofline": (performance.roofline, "book/lds/figures/roofline.svg"),
     "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
+    "memory_stack_intervals": (memory.stack_intervals, "book/memory/figures/stack_intervals.svg"),
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),
     "memory_deque_steps": (memory.deque_steps, "book/memory/figures/deque_steps.svg"),
     "memory_controller": (memory.controller, "book/memory/figures/controller.svg"),
     "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
     "memory_read_backward": (memory.read_backward, "book/memory/figures/read_backward.svg"),
+    "memory_reversal_timing": (memory.reversal_timing, "book/memory/figures/reversal_timing.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

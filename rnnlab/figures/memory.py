@@ -22,7 +22,7 @@ from .drawing import arrow as _arrow, box as _box, canvas as _canvas  # the draw
 __all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWARD_S", "BACKWARD_U",
            "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",
            "READ_D", "READ_GAMMA", "read_backward", "backward_read_example", "example_steps",
-           "example_deque"]
+           "example_deque", "stack_intervals", "reversal_controls", "reversal_timing"]
 
 EXAMPLE_D = (0.8, 0.5, 0.9)
 """The push strengths d_1, d_2, d_3 of the worked example of book/memory/01_stack_queue_deque."""
@@ -174,6 +174,66 @@ def stack_steps():
     their strengths as bars after the pop (the popped strength dashed red), after the push
     (the new row green) and the read's weights on the rows (orange)."""
     return _memory_steps("stack")
+
+
+def _intervals(ax, x, strengths, names, window, *, w=0.55, scale=1.9, fill=_BLUE_FILL, edge=_BLUE,
+               hit_fill=_ORANGE_FILL, hit_edge=_ORANGE, hit_ls="-", label=""):
+    """Draw the rows (``strengths`` bottom first) laid end to end from the top down as one
+    vertical bar, depth 0 at y = 0 and depth z at y = -z * scale; the part of each row inside
+    the depth window ``window = (lo, hi)`` is drawn with ``hit_fill``/``hit_edge``, bracketed
+    on the right with ``label``."""
+    depth = 0.0
+    for s, name in reversed(list(zip(strengths, names))):
+        if s <= 1e-12:
+            continue
+        top, bottom = depth, depth + s
+        ax.add_patch(Rectangle((x, -bottom * scale), w, s * scale, fc=fill, ec=edge, lw=0.8, zorder=2))
+        lo, hi = max(top, window[0]), min(bottom, window[1])
+        if hi - lo > 1e-12:
+            ax.add_patch(Rectangle((x, -hi * scale), w, (hi - lo) * scale, fc=hit_fill, ec=hit_edge, lw=0.9,
+                                   ls=hit_ls, zorder=3))
+        ax.text(x + w / 2, -(top + bottom) / 2 * scale, name, ha="center", va="center", fontsize=8,
+                color=_INK, zorder=4)
+        ax.text(x - 0.05, -bottom * scale, _num(bottom), ha="right", va="center", fontsize=7, color=_GREY)
+        depth = bottom
+    ax.text(x - 0.05, 0, "0", ha="right", va="center", fontsize=7, color=_GREY)
+    lo, hi = window
+    xb = x + w + 0.1
+    ax.plot([xb, xb + 0.08, xb + 0.08, xb], [-lo * scale, -lo * scale, -hi * scale, -hi * scale],
+            color=hit_edge, lw=1.0)
+    ax.text(xb + 0.14, -(lo + hi) / 2 * scale, label, ha="left", va="center", fontsize=7.5, color=hit_edge,
+            linespacing=1.2)
+
+
+def stack_intervals():
+    """The stack's worked example with the strengths laid end to end from the top down, on
+    [0, total]: at each step the old rows, of which the pop removes the depths [0, u] (red),
+    and the rows after the push, of which the read takes the depths [0, 1] (orange); each
+    row's read weight is the length of its part inside that window."""
+    steps = example_steps("stack")
+    group = 3.9
+    fig, ax = _canvas(11, 3.3, (-0.4, 3 * group - 0.2), (-2.75, 0.75))
+    for k, st in enumerate(steps):
+        x0 = k * group + 0.3
+        n = k + 1
+        names = [f"v{_sub(i)}" for i in range(1, n + 1)]
+        ax.text(x0 + 1.55, 0.62, f"step {n}:  u{_sub(n)} = {_num(st['u'])},  d{_sub(n)} = {_num(st['d'])}",
+                ha="center", va="top", fontsize=9, color=_INK, fontweight="bold")
+        ax.text(x0 + 0.3, 0.22, "before the pop", ha="center", va="center", fontsize=7.5, color=_INK)
+        if sum(st["before"]) > 1e-12:
+            _intervals(ax, x0, st["before"], names[:-1], (0.0, st["u"]), hit_fill="white", hit_edge=_RED,
+                       hit_ls=(0, (2, 1.5)), label=f"pop:\ndepth\n0 to {_num(st['u'])}")
+        else:
+            ax.text(x0 + 0.3, -0.3, "(empty)", ha="center", va="center", fontsize=7.5, color=_GREY)
+        x1 = x0 + 1.95
+        ax.text(x1 + 0.3, 0.22, "after the push", ha="center", va="center", fontsize=7.5, color=_INK)
+        weights = ", ".join(f"{_num(w)} v{_sub(i)}" for i, w in reversed(list(enumerate(st["read"], 1)))
+                            if w > 1e-12)
+        _intervals(ax, x1, st["after"], names, (0.0, 1.0), label="read:\ndepth\n0 to 1")
+        ax.text(x0 + 1.55, -2.6, f"read = {weights}", ha="center", va="center", fontsize=8, color=_ORANGE)
+        if k:
+            ax.plot([x0 - 0.5, x0 - 0.5], [-2.7, 0.65], color="#dddddd", lw=0.8)
+    return fig
 
 
 def queue_steps():
@@ -373,4 +433,81 @@ def read_backward():
     ax.text(0.1, -0.85, "backward: a row read whole passes γ to its own strength; the row where the read "
             "runs out passes −γ to every row above it (orange arrow, up from the bottom)",
             fontsize=8, color=_ORANGE)
+    return fig
+
+
+# ------------------------------------------------------------------ 03_transduction
+
+REVERSAL_SOURCE = ("x₁", "x₂", "x₃")
+"""The source of the reversal timing diagram of book/memory/03_transduction."""
+
+
+def reversal_controls(m):
+    """The exact stack controls of reversal on the joint sequence ``<s> x_1 .. x_m ||| x_m .. x_1``
+    (steps ``0 .. 2m + 1``), as lists ``(d, u)``: push 1 on each source step ``1 .. m``, pop 1 on
+    the steps ``m + 1 .. 2m`` (from the one that reads ``|||``), since the output of step ``t``
+    comes from ``h_t``, which saw the read ``r_{t-1}``."""
+    d = [0.0] + [1.0] * m + [0.0] * (m + 1)
+    u = [0.0] * (m + 1) + [1.0] * m + [0.0]
+    return d, u
+
+
+def reversal_timing():
+    """The timing of an exact reversal by a Stack-LSTM, step by step: each step's input, the
+    read r_{t-1} that its controller sees, its output, and the stack after its pop and push,
+    computed by the package's reference (:func:`rnnlab.neural_memory`, one-hot values) from
+    :func:`reversal_controls`."""
+    import torch
+
+    from .. import neural_memory
+
+    m = len(REVERSAL_SOURCE)
+    d, u = reversal_controls(m)
+    T = len(d)
+    eye = torch.eye(T, dtype=torch.float64)[None]
+    reads, s = neural_memory("stack", eye, torch.tensor([d], dtype=torch.float64),
+                             torch.tensor([u], dtype=torch.float64), backend="torch")
+    reads, s = reads[0], s[0]                      # reads[t, i]: weight of step i's value in r_t
+    names = {i: REVERSAL_SOURCE[i - 1] for i in range(1, m + 1)}
+    inputs = ["<s>", *REVERSAL_SOURCE, "|||", *REVERSAL_SOURCE[::-1]]
+    outputs = [""] * (m + 1) + [*REVERSAL_SOURCE[::-1], "</s>"]
+
+    def read_name(t):                              # what r_t holds, by its largest weight
+        if t < 0 or float(reads[t].sum()) < 1e-9:
+            return "∅"
+        return names.get(int(reads[t].argmax()), "?")
+
+    dx = 1.3
+    fig, ax = _canvas(11, 4.6, (-1.3, T * dx - 0.2), (-0.35, 4.6))
+    label_x = -1.25
+    for y, text in ((4.2, "output"), (3.35, "controller"), (2.5, "input"), (1.7, "d, u"),
+                    (0.7, "stack after\nthe step")):
+        ax.text(label_x, y, text, ha="left", va="center", fontsize=8, color=_GREY)
+    for t in range(T):
+        x = t * dx + 0.5
+        ax.text(x, 4.5, f"t = {t}", ha="center", va="center", fontsize=8, color=_INK, fontweight="bold")
+        if outputs[t]:
+            _box(ax, x, 4.2, 0.7, 0.36, outputs[t], fc=_GREEN_FILL, ec=_GREEN)
+        else:
+            ax.text(x, 4.2, "–", ha="center", va="center", fontsize=8, color=_GREY)
+        seen = f"sees r{_sub(t - 1)} = {read_name(t - 1)}" if t else "sees no read"
+        _box(ax, x, 3.35, 0.85, 0.5, f"h{_sub(t)}\n{seen}", ec=_BLUE, fc="#dbe8f5", fontsize=7.2)
+        _arrow(ax, (x, 3.6), (x, 4.02))
+        _box(ax, x, 2.5, 0.7, 0.36, inputs[t], fc=_GREY_FILL)
+        _arrow(ax, (x, 2.68), (x, 3.1))
+        ax.text(x, 1.7, f"d = {_num(d[t])}\nu = {_num(u[t])}", ha="center", va="center", fontsize=7.2,
+                color=_INK, linespacing=1.15)
+        rows = [i for i in range(T) if float(s[t, i]) > 1e-9]
+        for k, i in enumerate(rows):               # bottom first
+            top = k == len(rows) - 1
+            ax.add_patch(Rectangle((x - 0.3, 0.05 + 0.3 * k), 0.6, 0.28, lw=0.9, zorder=2,
+                                   fc=_ORANGE_FILL if top else _BLUE_FILL, ec=_ORANGE if top else _BLUE))
+            ax.text(x, 0.19 + 0.3 * k, names[i], ha="center", va="center", fontsize=7.5, zorder=3)
+        if not rows:
+            ax.text(x, 0.19, "empty", ha="center", va="center", fontsize=7, color=_GREY)
+        if t + 1 < T:                              # the read r_t goes to the next step's controller
+            y0 = 0.05 + 0.3 * max(len(rows), 1)
+            _arrow(ax, (x + 0.2, y0), (x + dx - 0.43, 3.15), color=_ORANGE, lw=0.8, rad=0.15)
+    ax.text(0.5 + (m + 1) * dx, -0.25, "the step that reads ||| must pop: its read is seen one step "
+            "later", ha="center", va="center", fontsize=8, color=_RED)
     return fig
