@@ -324,5 +324,6 @@ def certificate_levels(root=None):
     ax.scatter([1.6], [1.6], s=40, color=_RED, zorder=4)
     ax.text(1.0, 1.05, "constrained, trained, 8 modules\nand more: an Euler Jacobian with\nspectral radius above 1",
             fontsize=7.5, color=_RED, va="center")
-    ax.text(8.6, 0.05, "for a fixed metric M and step α", fontsize=7.5, color=_INK, style="italic")
+    ax.text(10.5, 0.05, "for a fixed metric M and step α", fontsize=7.5, color=_INK, style="italic",
+            ha="right")
     return fig
