@@ -27,6 +27,7 @@ import io
 import pathlib
 
 from . import contraction, lowrank, scans
+from . import contraction_lessons  # the on-ramp ellipse of ctr/01, the theorems' Venn diagram of ctr/02
 from . import combo_training  # the Euler spiral of book/contraction/05_training_combo_nets
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
@@ -46,6 +47,8 @@ FIGURES = {
     "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
     "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
     "certificate_levels": (contraction.certificate_levels, "book/contraction/figures/certificate_levels.svg"),
+    "metric_ellipse": (contraction_lessons.metric_ellipse, "book/contraction/figures/metric_ellipse.svg"),
+    "theorem_venn": (contraction_lessons.theorem_venn, "book/contraction/figures/theorem_venn.svg"),
     "euler_spiral": (combo_training.euler_spiral, "book/contraction/figures/euler_spiral.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),

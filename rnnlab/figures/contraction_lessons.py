@@ -1,0 +1,142 @@
+"""Schematics of the contraction chapter's first two lessons (``book/contraction``).
+
+* :func:`metric_ellipse` (``01_contraction_in_one_page``): one displacement of
+  the two-unit example ``W = [[0, -0.2], [4, 0]]`` (both units linear, ``D = I``)
+  flowing for a short time, measured by a circle (the Euclidean norm) and by
+  an ellipse (the metric ``diag(1, 0.05)`` that the page derives): the
+  displacement leaves the circle and stays inside the ellipse;
+* :func:`theorem_venn` (``02_six_theorems``): which of Theorems 1, 2 and 5
+  certifies which of the page's example matrices, as a Venn diagram, each
+  matrix placed by the package's own certificates.
+"""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Ellipse
+
+from .contraction import SLOPE_W
+
+__all__ = ["DERIVED_METRIC", "VENN_MATRICES", "metric_ellipse", "theorem_venn"]
+
+DERIVED_METRIC = (1.0, 0.05)
+"""The diagonal metric ``diag(1, p)`` that ``01_contraction_in_one_page``
+derives for ``SLOPE_W`` at ``D = I``: ``p = 0.2 / 4`` cancels the cross terms."""
+
+VENN_MATRICES = {
+    "chain": ((0.0, 0.3, 0.0), (2.0, 0.0, 0.1), (0.0, -3.0, 0.0)),
+    "self-inhibition": ((-2.0, 0.8), (0.9, 0.0)),
+    "0.9 × rotation by 45°": ((0.9 * np.cos(np.pi / 4), -0.9 * np.sin(np.pi / 4)),
+                              (0.9 * np.sin(np.pi / 4), 0.9 * np.cos(np.pi / 4))),
+    "(a) [[0, .9], [.9, 0]]": ((0.0, 0.9), (0.9, 0.0)),
+    "(b) [[−1, .5], [.5, −1]]": ((-1.0, 0.5), (0.5, -1.0)),
+    "(c) [[0, −.9], [.9, 0]]": ((0.0, -0.9), (0.9, 0.0)),
+    "rotation c = 3": ((0.0, -3.0), (3.0, 0.0)),
+    "symmetric, λmax = 2": ((2.0, 0.0), (0.0, -1.0)),
+    "C.2 [[−9, 2.5], [2.5, 0]]": ((-9.0, 2.5), (2.5, 0.0)),
+}
+"""Example matrices of ``02_six_theorems`` (its Theorem-1 chain, the diagonal
+rule's matrix, the rotation by 45 degrees, exercise ``ex-ctr-cover``'s (a)-(c),
+Theorem 6's rotation, a symmetric matrix past Theorem 2's bound and the
+symmetric matrix of appendix C.2 that ``03_counterexamples`` studies)."""
+
+_INK = "#333333"
+_BLUE, _GREEN, _ORANGE, _RED = "#1f4e79", "#2f7a2f", "#c25e00", "#b22222"
+
+
+def metric_ellipse(t_end=0.3):
+    """A displacement under ``d/dt dx = (-I + W) dx``: the circle and the ellipse through it."""
+    from scipy.linalg import expm
+
+    J = -np.eye(2) + np.array(SLOPE_W)
+    P = np.diag(DERIVED_METRIC)
+    d0 = np.array([1.0, 1.0]) / np.sqrt(2)  # the direction that the Euclidean norm sees grow
+    ts = np.linspace(0.0, t_end, 61)
+    path = np.array([expm(J * t) @ d0 for t in ts])
+    d1 = path[-1]
+    r0, r1 = np.linalg.norm(d0), np.linalg.norm(d1)
+    m0, m1 = np.sqrt(d0 @ P @ d0), np.sqrt(d1 @ P @ d1)
+    fig = Figure(figsize=(8.4, 3.9))
+    panels = (fig.add_axes((0.05, 0.12, 0.4, 0.72)), fig.add_axes((0.56, 0.12, 0.4, 0.72)))
+    titles = (f"Euclidean norm: |δx| grows, {r0:.2f} → {r1:.2f}",
+              f"metric diag(1, {DERIVED_METRIC[1]:g}): ‖δx‖ shrinks, {m0:.2f} → {m1:.2f}")
+    for k, (ax, title) in enumerate(zip(panels, titles)):
+        if k == 0:
+            ax.add_patch(Ellipse((0, 0), 2 * r0, 2 * r0, fill=False, color=_BLUE, lw=1.4))
+        else:
+            a, b = m0 / np.sqrt(P[0, 0]), m0 / np.sqrt(P[1, 1])
+            ax.add_patch(Ellipse((0, 0), 2 * a, 2 * b, fill=False, color=_GREEN, lw=1.4))
+        ax.plot(path[:, 0], path[:, 1], color=_ORANGE, lw=1.6)
+        ax.annotate("", xy=d0, xytext=(0, 0),
+                    arrowprops=dict(arrowstyle="->", color=_INK, lw=1.2))
+        ax.annotate("", xy=d1, xytext=(0, 0),
+                    arrowprops=dict(arrowstyle="->", color=_ORANGE, lw=1.2))
+        ax.text(d0[0] + 0.05, d0[1] - 0.2, "δx(0)", fontsize=8, color=_INK)
+        ax.text(d1[0] + 0.06, d1[1], f"δx({t_end:g})", fontsize=8, color=_ORANGE)
+        ax.set_aspect("equal")
+        ax.set_xlim(-1.6, 1.6)
+        ax.set_ylim(-3.4, 3.4) if k else ax.set_ylim(-1.6, 1.6)
+        ax.axhline(0, color="#bbbbbb", lw=0.6)
+        ax.axvline(0, color="#bbbbbb", lw=0.6)
+        ax.set_xlabel("δx₁")
+        ax.set_ylabel("δx₂")
+        ax.set_title(title, fontsize=8.5)
+    fig.text(0.5, 0.95, "the same displacement, flowing under J = −I + W (both units linear), "
+             f"t from 0 to {t_end:g}", ha="center", fontsize=8.5)
+    return fig
+
+
+def _coverage():
+    """``{name: set of theorems (1, 2, 5) that certify it}`` from the package's certificates."""
+    import rnnlab.theory as th  # imported late: the figures registry stays cheap to import
+
+    cover = {}
+    for name, rows in VENN_MATRICES.items():
+        W = np.array(rows, dtype=float)
+        hits = set()
+        if th.certify_theorem1(W).holds:
+            hits.add(1)
+        if np.allclose(W, W.T) and th.certify_theorem2(W).holds:
+            hits.add(2)
+        if th.certify_theorem5(W).holds:
+            hits.add(5)
+        cover[name] = hits
+    return cover
+
+
+_REGION = {  # a point inside each region of the three circles below
+    frozenset({1}): (-1.3, 0.55), frozenset({2}): (1.55, 0.75), frozenset({5}): (0.0, -1.5),
+    frozenset({1, 2}): (0.05, 1.2), frozenset({1, 5}): (-0.8, -0.55),
+    frozenset({2, 5}): (0.8, -0.55), frozenset({1, 2, 5}): (0.2, 0.05), frozenset(): (3.0, -1.45),
+}
+
+
+def theorem_venn():
+    """Theorems 1, 2 and 5 as three circles; each example matrix in the region that certifies it."""
+    cover = _coverage()
+    fig = Figure(figsize=(7.6, 5.4))
+    ax = fig.add_axes((0.01, 0.01, 0.98, 0.92))
+    circles = (((-0.7, 0.35), _BLUE, "Theorem 1\n(|W|, diagonal metric)", (-2.9, 2.05)),
+               ((0.7, 0.35), _GREEN, "Theorem 2\n(symmetric W)", (1.75, 2.05)),
+               ((0.0, -0.85), _ORANGE, "Theorem 5\n(diagonal P, LMI)", (-2.9, -2.2)))
+    for centre, colour, label, at in circles:
+        ax.add_patch(Ellipse(centre, 3.1, 3.1, fill=True, alpha=0.12, color=colour))
+        ax.add_patch(Ellipse(centre, 3.1, 3.1, fill=False, color=colour, lw=1.4))
+        ax.text(*at, label, fontsize=8.5, color=colour, ha="left", va="center")
+    by_region = {}
+    for name, hits in cover.items():
+        by_region.setdefault(frozenset(hits), []).append(name)
+    for region, names in sorted(by_region.items(), key=lambda kv: sorted(kv[0])):
+        x, y = _REGION[region]
+        for k, name in enumerate(sorted(names)):
+            yy = y - 0.27 * (k - (len(names) - 1) / 2)
+            ax.plot([x - 0.02 - 0.045 * len(name)], [yy], "o", ms=3, color=_INK)
+            ax.text(x - 0.045 * len(name) + 0.04, yy, name, fontsize=7.5, va="center", color=_INK)
+    ax.text(2.45, -0.95, "none of the three", fontsize=8, color=_RED, ha="left")
+    ax.set_xlim(-3.0, 3.9)
+    ax.set_ylim(-2.6, 2.4)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    fig.text(0.5, 0.96, "which theorem certifies which example matrix of the page (g = 1)",
+             ha="center", fontsize=9)
+    return fig
