@@ -240,8 +240,9 @@ def _preset_values(W, x, nonlinearity, preset):
 
 
 def _starts():
+    """Starting states of the drawn trajectories: a ring inside the tanh network's square (-1, 1)², two near 0."""
     angles = np.linspace(0, 2 * np.pi, 10, endpoint=False) + 0.2
-    ring = 1.1 * np.stack([np.cos(angles), np.sin(angles)], 1)
+    ring = 0.95 * np.stack([np.cos(angles), np.sin(angles)], 1)
     return np.concatenate([ring, [[0.08, 0.03], [-0.08, -0.03]]])
 
 
@@ -302,8 +303,11 @@ def phase_figure(W=None, x=None, nonlinearity=None, *, preset=DEFAULT):
         stable = fp["kind"] == "stable"
         colour = _STABLE if stable else _UNSTABLE
         h = np.round(fp["h"], 2)
-        ex.plot(lam.real, lam.imag, markers[i % len(markers)], ms=8, color=colour,
-                mfc=colour if stable else "white", mew=2,
+        # later markers smaller and on top: fixed points with the same eigenvalues (the two
+        # attractors of a symmetric network) show as nested markers, not one hiding the other
+        ex.plot(lam.real, lam.imag, markers[i % len(markers)], ms=max(11 - 2.5 * i, 4), color=colour,
+                mfc=colour if stable else "white", mew=1.5, mec="black" if stable else colour,
+                zorder=3 + i,
                 label=f"h* = ({h[0]:g}, {h[1]:g}): ρ = {fp['rho']:.2f}, {fp['kind']}")
         top = max(top, 1.1 * float(np.abs(lam).max()))
     ex.set(xlim=(-top, top), ylim=(-top, top), aspect="equal", xlabel="Re λ", ylabel="Im λ")
