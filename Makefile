@@ -37,7 +37,7 @@ test: test-unit test-lint test-widgets-ipywidgets7 test-cudasim test-notebooks t
 test-unit: $(STAMP)
 	sh tests/ensure_bwrap.sh
 	RNNLAB_IPYWIDGETS_MAJOR=8 $(PY) -m pytest tests --ignore=tests/cudasim --ignore=tests/student --ignore=tests/gpu \
-		--ignore=tests/browser
+		--ignore=tests/browser --durations=25
 
 # The widget tests again under ipywidgets 7.7, the version Colab preinstalls, from a prefix of
 # its own (.venv keeps ipywidgets 8; installed once, re-made when .venv is). ipywidgets 7.7.1's
