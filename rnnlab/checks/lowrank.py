@@ -120,7 +120,7 @@ def _radius_cases():
 
 exercise(
     "ex-lr-lowrank-radius", notebook=NB2, name="lowrank_radius", signature="lowrank_radius(W1, W2)",
-    reference=_radius_reference, cases=_radius_cases,
+    reference=_radius_reference, cases=_radius_cases, difficulty=1,
     hint="W1 W2 (n x n) and W2 W1 (r x r) have the same nonzero eigenvalues: the small one is cheap.")
 
 
