@@ -27,7 +27,7 @@ import io
 import pathlib
 
 from . import contraction, lowrank, scans
-from . import contraction_lessons  # the on-ramp ellipse of ctr/01, the theorems' Venn diagram of ctr/02
+from . import contraction_lessons  # ctr/01's on-ramp ellipse, ctr/02's Venn diagram and Theorem 4's rescaling
 from . import combo_training  # the Euler spiral of book/contraction/05_training_combo_nets
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
@@ -49,6 +49,8 @@ FIGURES = {
     "certificate_levels": (contraction.certificate_levels, "book/contraction/figures/certificate_levels.svg"),
     "metric_ellipse": (contraction_lessons.metric_ellipse, "book/contraction/figures/metric_ellipse.svg"),
     "theorem_venn": (contraction_lessons.theorem_venn, "book/contraction/figures/theorem_venn.svg"),
+    "theorem4_rescaling": (contraction_lessons.theorem4_rescaling,
+                           "book/contraction/figures/theorem4_rescaling.svg"),
     "euler_spiral": (combo_training.euler_spiral, "book/contraction/figures/euler_spiral.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
@@ -67,6 +69,7 @@ FIGURES = {
     "memory_controller": (memory.controller, "book/memory/figures/controller.svg"),
     "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
     "memory_read_backward": (memory.read_backward, "book/memory/figures/read_backward.svg"),
+    "memory_bptt_backward": (memory.bptt_backward, "book/memory/figures/bptt_backward.svg"),
     "memory_reversal_timing": (memory.reversal_timing, "book/memory/figures/reversal_timing.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative

@@ -7,7 +7,10 @@
   displacement leaves the circle and stays inside the ellipse;
 * :func:`theorem_venn` (``02_six_theorems``): which of Theorems 1, 2 and 5
   certifies which of the page's example matrices, as a Venn diagram, each
-  matrix placed by the package's own certificates.
+  matrix placed by the package's own certificates;
+* :func:`theorem4_rescaling` (``02_six_theorems``): Theorem 4's change of units
+  ``Gamma W Gamma^-1`` on the page's lower-triangular example, with the ``eps``
+  that ``certify_theorem4`` picks.
 """
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
-from .contraction import SLOPE_W
+from .contraction import _SUP, SLOPE_W, _num
 
-__all__ = ["DERIVED_METRIC", "VENN_MATRICES", "metric_ellipse", "theorem_venn"]
+__all__ = ["DERIVED_METRIC", "VENN_MATRICES", "THEOREM4_W", "metric_ellipse", "theorem_venn",
+           "theorem4_rescaling"]
 
 DERIVED_METRIC = (1.0, 0.05)
 """The diagonal metric ``diag(1, p)`` that ``01_contraction_in_one_page``
@@ -137,4 +141,55 @@ def theorem_venn():
     ax.axis("off")
     fig.text(0.5, 0.96, "which theorem certifies which example matrix of the page (g = 1)",
              ha="center", fontsize=9)
+    return fig
+
+
+THEOREM4_W = ((0.5, 0.0, 0.0), (4.0, -2.0, 0.0), (-3.0, 5.0, 0.8))
+"""The lower-triangular example of Theorem 4 in ``02_six_theorems``."""
+
+
+def _matrix_panel(ax, M, title, fmt):
+    n = len(M)
+    big = max(abs(v) for row in M for v in row) or 1.0
+    for i in range(n):
+        for j in range(n):
+            v = M[i][j]
+            shade = round(min(abs(v) / big, 1.0), 2)  # rounded: the same bytes on every CPU
+            colour = _BLUE if i == j else (_ORANGE if i > j else "#999999")
+            ax.add_patch(Ellipse((j, -i), 0.92, 0.92, color=colour, alpha=0.08 + 0.5 * shade))
+            ax.text(j, -i, fmt(v, i, j), ha="center", va="center", fontsize=8.5, color=_INK)
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(-n + 0.4, 0.6)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(title, fontsize=9)
+
+
+def theorem4_rescaling():
+    """Theorem 4's change of units: W and Gamma W Gamma^-1, Gamma = diag(eps, eps^2, eps^3)."""
+    import rnnlab.theory as th  # imported late: the figures registry stays cheap to import
+
+    W = np.array(THEOREM4_W)
+    eps = th.certify_theorem4(W).details["eps"]
+    n = len(W)
+    G = np.array([eps ** (i + 1) for i in range(n)])
+    R = G[:, None] * W / G[None, :]
+    fig = Figure(figsize=(8.2, 3.3))
+    ax1, ax2 = fig.add_axes((0.02, 0.05, 0.4, 0.78)), fig.add_axes((0.58, 0.05, 0.4, 0.78))
+
+    def plain(v, i, j):
+        return _num(v)
+
+    def scaled(v, i, j):
+        if i == j:
+            return _num(v)
+        if v == 0:
+            return "0"
+        return f"{_num(W[i, j])}·ε{str(i - j).translate(_SUP) if i - j > 1 else ''}\n≈ {v:.2g}".replace("-", "−")
+
+    _matrix_panel(ax1, W.tolist(), "W: strong forward weights below the diagonal", plain)
+    _matrix_panel(ax2, R.tolist(), f"Γ W Γ⁻¹, Γ = diag(ε, ε², ε³), ε ≈ {eps:.2g}", scaled)
+    fig.text(0.5, 0.5, "rescale\nunit i by εⁱ\n⟶", ha="center", va="center", fontsize=9, color=_INK)
+    fig.text(0.5, 0.94, "the diagonal (the self-weights) is unchanged; every forward weight shrinks by "
+             "a power of ε, until the leak beats what is left", ha="center", fontsize=8.5)
     return fig
