@@ -13,7 +13,7 @@ from rnnlab.checks import evaluate, exercises, get
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
 LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-nnrnn",
-          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-copy-bprime",
+          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-bprime",
           "ex-speed-batch", "ex-scans-chunks", "ex-speed-layer"]
 
 
@@ -123,11 +123,17 @@ def _matching_depth_operations_only(B, H, peak, bandwidth):
     return k
 
 
+def _sign_xor_bits_not_signs(n, seed, T=20):
+    b = torch.randint(0, 2, (n, T, 1), generator=torch.Generator().manual_seed(seed))
+    return b.float(), (b[:, 2:-1, 0] != b[:, :-3, 0]).long()     # inputs left in {0, 1}
+
+
 WRONG = {
     "ex-lds-bprime-2": (_two_modes_wrong_sign, 1, "first at index (1,)"),
     "ex-ldstack-nnrnn": (_nn_rnn_without_A, 1, "entries differ"),
     "ex-ldstack-h0": (_h0_forgotten, 1, "expected [0, 1, 2, 3, 4], got [1, 2, 3, 4, 5]"),
     "ex-ldstack-by-hand": (_first_layer_only, 1, "entries differ"),
+    "ex-ldstack-odd": (_sign_xor_bits_not_signs, 1, "entries differ"),
     "ex-copy-bprime": (_divided_readout, 1, "entries differ"),
     "ex-lds-scratch": (_modal_lds_no_real_part, 1, "entries differ"),
     "ex-lds-delay": (_delay_by_k_modes, 1, "at lag 0"),

@@ -508,6 +508,14 @@ def _second_layer(lam, drive):
     return np.stack(out, 1)
 
 
+def _sign_xor(n, seed, T=20):
+    """lds/02's XOR in signs: the same bits (the task's seed), x = +1 for a 1 and -1 for a 0, and
+    the target 1 exactly when x_(t-1) x_(t-3) = -1 (the two bits differ)."""
+    b = torch.randint(0, 2, (n, T, 1), generator=torch.Generator().manual_seed(seed))
+    x = torch.where(b == 1, 1.0, -1.0)
+    return x, (x[:, 2:T - 1, 0] * x[:, 0:T - 3, 0] < 0).long()
+
+
 def _nn_rnn_weights(A, B):
     """lds/02's torch.nn.RNN weights, recovered from a run of the page's RNN
     s_t = tanh(A s_{t-1}) + B x_t with h_t = tanh(A s_t): atanh(h_t) is linear in
@@ -606,6 +614,7 @@ INDEPENDENT = {
     "ex-lds-scratch": _modal_lds,
     "ex-ldstack-by-hand": _second_layer,
     "ex-ldstack-nnrnn": _nn_rnn_weights,
+    "ex-ldstack-odd": _sign_xor,
     "ex-lds-bprime-2": lambda lam: _two_modes(_t(lam)),
     # (I - W) h = U x
     "ex-found-fixed-point": lambda W, U, x: np.linalg.solve(np.eye(len(W)) - np.asarray(W), np.asarray(U) @ x),

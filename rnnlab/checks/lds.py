@@ -314,6 +314,31 @@ exercise(
          "modal_transitions(layer1, lam) over the same drive.")
 
 
+def _sign_xor_reference(n, seed, T=20):
+    import torch
+
+    b = torch.randint(0, 2, (n, T, 1), generator=torch.Generator().manual_seed(seed))
+    return (2 * b - 1).float(), (b[:, 2:-1, 0] != b[:, :-3, 0]).long()
+
+
+def _sign_xor_cases():
+    return [
+        Case((4, 0), show="n = 4, seed = 0 (T = 20)"),
+        Case((3, 5, 8), show="n = 3, seed = 5, T = 8"),
+        Case((1, 2, 4), show="n = 1, seed = 2, T = 4 (one target per sequence)"),
+        Case((2, 7, 30), show="n = 2, seed = 7, T = 30"),
+    ]
+
+
+exercise(
+    "ex-ldstack-odd", notebook="lds/02_ldstack", name="sign_xor_task",
+    signature="sign_xor_task(n, seed, T=20)",
+    reference=_sign_xor_reference, cases=_sign_xor_cases,
+    difficulty=3,
+    hint="draw the bits exactly as xor_task does (the same generator and seed), then map "
+         "b to 2b - 1; the targets are the XOR of the bits, unchanged.")
+
+
 # ----------------------------------------------------------------- 03_copy_memory
 
 def _folded_readout_reference(model):
@@ -473,6 +498,12 @@ def _nn_rnn_hidden(rng):
     return [Case((torch.from_numpy(rng.normal(size=(n, n)) * 0.5),
                   torch.from_numpy(rng.normal(size=(n, d)))))
             for n, d in ((4, 3), (2, 1))]
+
+
+@hidden("ex-ldstack-odd")
+def _sign_xor_hidden(rng):
+    return [Case((int(rng.integers(1, 5)), _seed(rng), int(rng.integers(4, 25))))
+            for _ in range(2)]
 
 
 @hidden("ex-ldstack-h0")
