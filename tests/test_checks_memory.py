@@ -7,7 +7,7 @@ from rnnlab.checks import evaluate, exercises
 
 LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls", "ex-mem-deque-pops",
           "ex-mem-fractional", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-push-reach",
-          "ex-mem-fine-accuracy", "ex-mem-lifetime"]
+          "ex-mem-pop-steps", "ex-mem-lifetime"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -160,13 +160,18 @@ def test_reversal_with_wrong_lengths_fails():
     _fails("ex-mem-reversal-controls", lambda n: ([1.0] * n, [0.0] * n), "2n")
 
 
-def test_fine_accuracy_without_the_end_symbol_fails():
-    def no_end(prediction, target, end):     # divides by len(target), ignores </s>
-        k = 0
-        while k < min(len(prediction), len(target)) and prediction[k] == target[k]:
-            k += 1
-        return k / len(target)
-    _fails("ex-mem-fine-accuracy", no_end, "case 2 of 6")
+def test_pops_of_the_other_wiring_fail_and_say_so():
+    def other(m, same_step):                 # the answer of the other wiring
+        first = m + 1 if same_step else m + 2
+        return [1.0 if first <= t < first + m else 0.0 for t in range(2 * m + 2)]
+    _fails("ex-mem-pop-steps", other, "other wiring")
+
+
+def test_pops_one_step_short_fail():
+    def short(m, same_step):                 # leaves x_1 on the stack: the </s> step sees it
+        first = m + 2 if same_step else m + 1
+        return [1.0 if first <= t < first + m - 1 else 0.0 for t in range(2 * m + 2)]
+    _fails("ex-mem-pop-steps", short, "case 1 of 5")
 
 
 def test_queue_pop_gradients_with_the_stack_direction_fail():

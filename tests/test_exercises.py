@@ -291,13 +291,28 @@ def _pop_grads(s_prev, u, g, queue):
     return s.grad.numpy(), float(uu.grad)
 
 
-def _fine(prediction, target, end):
-    """The share of target + </s> that the prediction gets right before its first error."""
-    want = list(target) + [end]
-    k = 0
-    while k < min(len(prediction), len(want)) and prediction[k] == want[k]:
-        k += 1
-    return k / len(want)
+def _exact_pops(m, same_step):
+    """Search every 0/1 pop sequence of <s> x_1 .. x_m ||| x_m .. x_1 on a classical list stack (push
+    each source symbol; a pop of an empty stack does nothing): keep those whose output steps see x_m ..
+    x_1 and then an empty stack, with the fewest pops; it must be unique."""
+    import itertools
+
+    T, found = 2 * m + 2, []
+    for pops in itertools.product((0, 1), repeat=T):
+        stack, reads = [], []
+        for t in range(T):
+            if pops[t] and stack:
+                stack.pop()
+            if 1 <= t <= m:
+                stack.append(t)
+            reads.append(stack[-1] if stack else None)
+        seen = [reads[t] if same_step else reads[t - 1] for t in range(m + 1, T)]
+        if seen == list(range(m, 0, -1)) + [None]:
+            found.append(pops)
+    fewest = min(sum(p) for p in found)
+    best = [p for p in found if sum(p) == fewest]
+    assert len(best) == 1, best
+    return [float(p) for p in best[0]]
 
 
 def _vertex_rate(W):
@@ -594,7 +609,7 @@ INDEPENDENT = {
     # d + j (d - u) <= 1; a pop of at least d empties it at once
     "ex-mem-push-reach": lambda d, u: math.floor((1 - d) / (d - u)) if u < d else 0,
     "ex-mem-queue-backward": lambda s, u, g: _pop_grads(_t(s), u, _t(g), queue=True),
-    "ex-mem-fine-accuracy": _fine,
+    "ex-mem-pop-steps": _exact_pops,
     "ex-ctr-linear": lambda W: _vertex_rate(np.asarray(W, dtype=float)),
     "ex-ctr-thm1-scratch": lambda W, g=1.0: float(np.linalg.eigvals(
         g * (np.abs(W) - np.diag(np.diag(np.abs(W))) + np.diag(np.maximum(np.diag(W), 0))) - np.eye(len(W))

@@ -358,30 +358,41 @@ exercise(
 NB3 = "memory/03_transduction"
 
 
-def _fine_reference(prediction, target, end):
-    from rnnlab.tasks import transduction_accuracy
+def _pops_reference(m, same_step):
+    """The exact stack's pops u_0 .. u_(2m+1) on <s> x_1 .. x_m ||| x_m .. x_1: one whole row at each
+    step from the one that reads ||| (or, when the output sees the read of its own step, from the one
+    after it), m steps in all; 0 wherever a pop would change nothing."""
+    first = m + 2 if same_step else m + 1
+    return [1.0 if first <= t < first + m else 0.0 for t in range(2 * m + 2)]
 
-    return transduction_accuracy([prediction], [target], end)[1]
+
+def _pops_compare(got, expected):
+    try:
+        got = [float(x) for x in got]
+    except (TypeError, ValueError):
+        return "expected a list of 2m + 2 numbers, one pop per step"
+    if len(got) != len(expected):
+        return f"expected 2m + 2 = {len(expected)} pops (steps 0 .. 2m + 1), got {len(got)}"
+    if all(abs(g - e) <= 1e-9 for g, e in zip(got, expected)):
+        return None
+    m = (len(expected) - 2) // 2
+    other = _pops_reference(m, expected.index(1.0) == m + 1)
+    if all(abs(g - o) <= 1e-9 for g, o in zip(got, other)):
+        return "these are the pops of the other wiring: which read does the output of the ||| step see?"
+    return f"got pops at steps {[t for t, g in enumerate(got) if g]}: pop whole rows, and only where needed"
 
 
-def _fine_cases():
-    return [
-        Case(([4, 5, 6, 9], [4, 5, 6], 9), show="prediction = [4, 5, 6, </s>], target = [4, 5, 6]"),
-        Case(([4, 5, 7, 9], [4, 5, 6], 9), show="an error at the third symbol"),
-        Case(([4, 5, 6], [4, 5, 6], 9), show="no </s> at the end"),
-        Case(([9], [4, 5, 6], 9), show="</s> at once"),
-        Case(([4, 5, 6, 1, 9], [4, 5, 6], 9), show="one symbol too many"),
-        Case(([], [2], 9), show="an empty prediction"),
-    ]
+def _pops_cases():
+    return [Case((m, same), show=f"m = {m}, {'the read of its own step' if same else 'the read of the step before'}")
+            for m, same in ((3, False), (3, True), (1, False), (1, True), (4, True))]
 
 
 exercise(
-    "ex-mem-fine-accuracy", notebook=NB3, name="fine_accuracy",
-    answers=("rnnlab.tasks.transduction:transduction_accuracy",),
-    signature="fine_accuracy(prediction, target, end)",
-    reference=_fine_reference, cases=_fine_cases, difficulty=1,
-    hint="The target ends with the end symbol too: count the correct symbols before the first "
-         "mistake and divide by len(target) + 1.")
+    "ex-mem-pop-steps", notebook=NB3, name="exact_pops", signature="exact_pops(m, same_step)",
+    answers=("rnnlab.figures.memory:reversal_controls",),
+    reference=_pops_reference, cases=_pops_cases, compare=_pops_compare, difficulty=2,
+    hint="Draw the steps as in the timing figure: for each output symbol, which read shows it, and what "
+         "must the stack hold after that read's step? A pop of step t changes the read of step t.")
 
 
 def _lifetime_reference(s):
@@ -484,14 +495,7 @@ def _lifetime_hidden(rng):
             for n in (5, 7)]
 
 
-@hidden("ex-mem-fine-accuracy")
-def _fine_hidden(rng):
-    cases = []
-    for n, wrong in ((4, True), (6, True), (3, False)):
-        target = [int(v) for v in rng.integers(1, 9, size=n)]
-        prediction = list(target) + [9]
-        if wrong:
-            at = int(rng.integers(0, n))
-            prediction[at] = prediction[at] % 8 + 1          # another symbol
-        cases.append(Case((prediction, target, 9)))
-    return cases
+@hidden("ex-mem-pop-steps")
+def _pops_hidden(rng):
+    return [Case((int(m), bool(same))) for m, same in zip(rng.choice([2, 5, 6], size=2, replace=False),
+                                                         rng.permutation([True, False]))]
