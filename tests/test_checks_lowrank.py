@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-log-norms", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -70,25 +70,47 @@ def test_the_hand_derived_gru_jacobian_passes():
     assert evaluate("ex-lr-gru-jacobian", by_hand).status == "passed"
 
 
-def test_products_in_the_wrong_order_fail():
-    def forward_order(Js):
-        out, P = [], None
-        for J in Js:                            # J_1, J_2 J_1, ...: the past's end, not the present's
-            P = J if P is None else J @ P
-            out.append(torch.log(torch.linalg.matrix_norm(P)))
-        out = torch.stack(out)
-        return out - out[0]
-    _fails("ex-lr-log-norms", forward_order, "case 2 of 4")
+def _cfc_parts(W, d, h):
+    gate = torch.sigmoid(d[0] + W[0] @ h)
+    return gate, torch.tanh(d[1] + W[1] @ h), torch.tanh(d[2] + W[2] @ h)
 
 
-def test_unshifted_curve_fails():
-    def unshifted(Js):
-        out, P = [], None
-        for J in reversed(list(Js)):
-            P = J if P is None else P @ J
-            out.append(torch.log(torch.linalg.matrix_norm(P)))
-        return torch.stack(out)
-    _fails("ex-lr-log-norms", unshifted, "case 1 of 4")
+def test_a_cfc_jacobian_without_the_gates_derivative_fails():
+    def no_gate_term(W, d, h):
+        f, g, k = _cfc_parts(W, d, h)
+        return (f * (1 - g ** 2))[:, None] * W[1] + ((1 - f) * (1 - k ** 2))[:, None] * W[2]
+    _fails("ex-lr-cfc-jacobian", no_gate_term, "case 1 of 4", "hint:")
+
+
+def test_a_cfc_jacobian_with_the_gate_term_of_the_wrong_sign_fails():
+    def wrong_sign(W, d, h):
+        f, g, k = _cfc_parts(W, d, h)
+        return ((f * (1 - g ** 2))[:, None] * W[1] + ((1 - f) * (1 - k ** 2))[:, None] * W[2]
+                + ((k - g) * f * (1 - f))[:, None] * W[0])
+    _fails("ex-lr-cfc-jacobian", wrong_sign, "case 1 of 4")
+
+
+def test_the_hand_derived_cfc_jacobian_passes():
+    def by_hand(W, d, h):
+        f, g, k = _cfc_parts(W, d, h)
+        return ((f * (1 - g ** 2))[:, None] * W[1] + ((1 - f) * (1 - k ** 2))[:, None] * W[2]
+                + ((g - k) * f * (1 - f))[:, None] * W[0])
+    assert evaluate("ex-lr-cfc-jacobian", by_hand).status == "passed"
+
+
+def test_a_growth_rate_without_renormalising_fails():
+    def naive(Js):
+        P = torch.eye(Js[0].shape[0], dtype=torch.float64)
+        for J in Js:
+            P = J @ P                           # 0.5^3000 underflows to 0: log 0 = -inf
+        return float(torch.log(torch.linalg.matrix_norm(P))) / len(Js)
+    _fails("ex-lr-mixing", naive, "case 1 of 5", "underflow")
+
+
+def test_a_growth_rate_from_one_step_norms_fails():
+    def per_step(Js):                           # the mean of log||J_t||: ignores how the steps combine
+        return float(sum(torch.log(torch.linalg.matrix_norm(J)) for J in Js)) / len(Js)
+    _fails("ex-lr-mixing", per_step, "case 1 of 5")
 
 
 def test_velocity_without_wrapping_fails():

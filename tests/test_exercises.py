@@ -437,14 +437,25 @@ def _lstm_cell_step(pre, W, h, c):
         return cell(pre.reshape(B, G * n), (h, c))
 
 
-def _log_norms(Js):
-    """log ||J_T J_{T-1} ... J_{T-k+1}||_F for k = 1..T, less its first value (NumPy)."""
+def _cfc_step_jacobian(W, drive, h_prev):
+    """d h'/d h of the CfC step h' = sigma(F) G + (1 - sigma(F)) H (heads F, G, H), by autograd of the
+    step written here."""
+    def step(h):
+        gate = torch.sigmoid(drive[0] + W[0] @ h)
+        return gate * torch.tanh(drive[1] + W[1] @ h) + (1 - gate) * torch.tanh(drive[2] + W[2] @ h)
+    return torch.autograd.functional.jacobian(step, h_prev)
+
+
+def _growth_rate(Js):
+    """log ||J_T ... J_1||_F / T (NumPy), the running product rescaled by its largest entry (not by its
+    norm, as the reference does) with the logs of the scales summed."""
     Js = [np.asarray(_t(J)) for J in Js]
-    P, out = np.eye(Js[0].shape[0]), []
-    for J in reversed(Js):
-        P = P @ J
-        out.append(np.log(np.linalg.norm(P)))
-    return np.array(out) - out[0]
+    P, logs = np.eye(Js[0].shape[0]), 0.0
+    for J in Js:
+        P = J @ P
+        top = np.abs(P).max()
+        logs, P = logs + np.log(top), P / top
+    return (logs + np.log(np.linalg.norm(P))) / len(Js)
 
 
 def _find_m(W):
@@ -589,7 +600,8 @@ INDEPENDENT = {
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-lstm-step": _lstm_cell_step,
     "ex-lr-gru-weight-grad": _gru_weight_grad,
-    "ex-lr-log-norms": _log_norms,
+    "ex-lr-cfc-jacobian": _cfc_step_jacobian,
+    "ex-lr-mixing": _growth_rate,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,
     # read .4 + .6; t3: pop .9 (v1's .4, then .5 of v2), push .4 of v3, read .2 of v2 + .4 of v3

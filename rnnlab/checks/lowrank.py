@@ -157,34 +157,75 @@ exercise(
          "D(r) + D(h σ'(r)) W_r.")
 
 
-def _log_norms_reference(Js):
+def _cfc_jacobian_reference(W, drive, h_prev):
     import torch
 
-    out, P = [], None
-    for J in reversed(list(Js)):
-        P = J if P is None else P @ J
-        out.append(torch.log(torch.linalg.matrix_norm(P)))
-    out = torch.stack(out)
-    return out - out[0]
+    from rnnlab.kernels import cells_torch
+
+    def step(h):
+        return cells_torch.cell_step_ref("cfc", drive[None], W, h[None])[0][0]
+
+    return torch.autograd.functional.jacobian(step, h_prev)
 
 
-def _log_norms_cases():
+def _cfc_jacobian_cases():
     import torch
 
-    rot = _t([[0.0, -1.0], [1.0, 0.0]])
+    low = torch.stack([_randn(5, 1, seed=12 + g) @ _randn(1, 5, seed=15 + g) for g in range(3)])
     return [
-        Case(([0.5 * torch.eye(3, dtype=torch.float64)] * 4,), show="four steps of J = I/2"),
-        Case(([rot, 0.9 * rot, 0.8 * rot],), show="rotations scaled by 1, 0.9, 0.8"),
-        Case(([0.4 * _randn(4, 4, seed=s) for s in range(6)],), show="six random 4 x 4 Jacobians"),
-        Case(([_t([[2.0, 0.0], [0.0, 0.1]])],), show="one step: the curve is [0]"),
+        Case((_randn(3, 4, 4, seed=9), _randn(3, 4, seed=10), _randn(4, seed=11)), show="n = 4, random"),
+        Case((low, _randn(3, 5, seed=18), _randn(5, seed=19)), show="n = 5, every head of rank 1"),
+        Case((_randn(3, 3, 3, seed=20), _t([[8.0] * 3, [0.0] * 3, [0.0] * 3]), _randn(3, seed=21)),
+             show="gate saturated near 1: only the head G is left"),
+        Case((_randn(3, 2, 2, seed=22), _t([[0.0, 0.0], [1.0, -1.0], [-1.0, 1.0]]), _t([0.0, 0.0])),
+             show="h = 0, heads G and H of opposite signs"),
     ]
 
 
 exercise(
-    "ex-lr-log-norms", notebook=NB3, name="log_norm_curve", signature="log_norm_curve(Js)",
-    reference=_log_norms_reference, cases=_log_norms_cases,
-    hint="Js = [J_1, ..., J_T]. The paper's list is J_T, J_T J_{T−1}, ..., J_T ... J_1: multiply on the "
-         "right as you go back in time; take the Frobenius norm's log and subtract the first value.")
+    "ex-lr-cfc-jacobian", notebook=NB3, name="cfc_jacobian", signature="cfc_jacobian(W, drive, h_prev)",
+    answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
+    reference=_cfc_jacobian_reference, cases=_cfc_jacobian_cases, difficulty=2,
+    hint="W is (3, n, n) for the heads F, G, H and drive (3, n). h' = σ(F) G + (1 − σ(F)) H: differentiate "
+         "each head through its own W, and do not forget the gate σ(F), whose derivative multiplies G − H.")
+
+
+def _growth_rate_reference(Js):
+    import math
+
+    import torch
+
+    Js = list(Js)
+    P = torch.eye(Js[0].shape[0], dtype=torch.float64)
+    total = 0.0
+    for J in Js:                           # P = J_t ... J_1, kept at norm 1
+        P = J.to(torch.float64) @ P
+        scale = torch.linalg.matrix_norm(P)
+        total += math.log(float(scale))
+        P = P / scale
+    return total / len(Js)
+
+
+def _growth_rate_cases():
+    import torch
+
+    rot = _t([[0.0, -1.0], [1.0, 0.0]])
+    mixed = [torch.diag(torch.cat([_t([0.95]), 0.05 + 0.95 * torch.rand(3, generator=g, dtype=torch.float64)]))
+             for g in [torch.Generator().manual_seed(30)] for _ in range(4000)]
+    return [
+        Case(([0.5 * torch.eye(3, dtype=torch.float64)] * 3000,), show="3000 steps of J = I/2"),
+        Case(([0.2 * rot] * 1000,), show="1000 steps of a rotation scaled by 0.2"),
+        Case((mixed,), show="4000 diagonal steps: one unit at 0.95, three at random in (0.05, 1)"),
+        Case(([0.4 * _randn(4, 4, seed=s) for s in range(6)],), show="six random 4 x 4 Jacobians"),
+        Case(([_t([[2.0, 0.0], [0.0, 0.1]])],), show="one step"),
+    ]
+
+
+exercise(
+    "ex-lr-mixing", notebook=NB3, name="growth_rate", signature="growth_rate(Js)",
+    reference=_growth_rate_reference, cases=_growth_rate_cases, rtol=1e-8, atol=1e-10, difficulty=2,
+    hint="Js = [J_1, ..., J_T]; return log‖J_T ⋯ J_1‖_F / T. A product of thousands of steps underflows: after "
+         "each multiplication divide the running product by its norm and add the log of that norm to a sum.")
 
 
 
@@ -320,9 +361,14 @@ def _gru_jacobian_hidden(rng):
     return [Case((_normal(rng, 3, n, n) * 0.5, _normal(rng, 3, n), _normal(rng, n))) for n in (3, 5)]
 
 
-@hidden("ex-lr-log-norms")
-def _log_norms_hidden(rng):
-    return [Case(([0.5 * _normal(rng, n, n) for _ in range(k)],)) for n, k in ((3, 5), (2, 3))]
+@hidden("ex-lr-cfc-jacobian")
+def _cfc_jacobian_hidden(rng):
+    return [Case((_normal(rng, 3, n, n) * 0.5, _normal(rng, 3, n), _normal(rng, n))) for n in (3, 5)]
+
+
+@hidden("ex-lr-mixing")
+def _growth_rate_hidden(rng):
+    return [Case(([0.5 * _normal(rng, n, n) for _ in range(k)],)) for n, k in ((3, 400), (2, 1500))]
 
 
 @hidden("ex-lr-velocity")
