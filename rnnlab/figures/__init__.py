@@ -53,6 +53,7 @@ FIGURES = {
                            "book/contraction/figures/theorem4_rescaling.svg"),
     "euler_spiral": (combo_training.euler_spiral, "book/contraction/figures/euler_spiral.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
+    "lowrank_subspaces": (lowrank.masked_subspaces, "book/lowrank/figures/masked_subspaces.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
     "lowrank_pipeline": (lowrank.imitation_pipeline, "book/lowrank/figures/imitation_pipeline.svg"),

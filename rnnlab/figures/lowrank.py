@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle
 
 from .drawing import arrow as _arrow, box as _scans_box, canvas as _canvas
 
-__all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "eigenvalue_clouds", "cfc_heads",
+__all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "masked_subspaces", "eigenvalue_clouds", "cfc_heads",
            "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget", "jacobian_blocks"]
 
 WREC_EXAMPLE = dict(n=10, rank=2, sparsity=0.5, seed=0)
@@ -112,7 +112,50 @@ def wrec_matrices():
     ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: the mask undoes the low rank",
             ha="center", va="top", fontsize=8.5, color=_ORANGE)
     ax.text(-0.2, 0.55, f"n = {n}, r = {r}, s = {s:g}: {n * r * 2} trained numbers in the factors, "
-            f"{kept} entries left by the mask (orthogonal initialisation, A.10)", fontsize=8.5, va="center")
+            f"{kept} entries left by the mask (orthogonal initialisation)", fontsize=8.5, va="center")
+    return fig
+
+
+def masked_subspaces():
+    """The same mask on two rank-r truncations of one orthogonal ``W0``: the first r
+    coordinates (``W0 P_r``, every column after the r-th zero) and the package's
+    random subspace (``W0 V_r V_rᵀ``). The mask cannot bring zero columns back, so
+    the first stays at rank r; the second is full rank again."""
+    import torch
+
+    from ..models import init_recurrent
+
+    ex = WREC_EXAMPLE
+    n, r, s = ex["n"], ex["rank"], ex["sparsity"]
+    W1, W2, M, W = _sample(n, r, s, ex["seed"])
+    W0, _, _ = init_recurrent(n, None, 0.0, "orthogonal", torch.Generator().manual_seed(ex["seed"]),
+                              dtype=torch.float64)
+    aligned = np.zeros((n, n))
+    aligned[:, :r] = W0.numpy()[:, :r]
+    c = 0.3
+    side = n * c
+    fig, ax = _canvas(8.0, 4.6, (-3.4, 3 * side + 2 * 0.6 + 0.2), (-2 * side - 2.4, 0.8))
+    rows = (("the first r coordinates:\nevery column after\nthe r-th is zero", aligned, _BLUE),
+            ("a random r-dimensional\nsubspace (the package's):\nevery column is used", W1 @ W2, _ORANGE))
+    for k, (label, P, color) in enumerate(rows):
+        y0 = -k * (side + 1.6)
+        vmax = float(np.abs(P).max())
+        ax.text(-0.25, y0 - side / 2, label, ha="right", va="center", fontsize=8.5, color=color)
+        x = 0.0
+        _matrix(ax, P, x, y0, c, vmax=vmax)
+        ax.text(x + side / 2, y0 - side - 0.2, f"rank {_rank(P)}", ha="center", va="top", fontsize=8.5)
+        x += side + 0.6
+        ax.text(x - 0.3, y0 - side / 2, "⊙", ha="center", va="center", fontsize=14)
+        _matrix(ax, M, x, y0, c, vmax=1, mask=True)
+        ax.text(x + side / 2, y0 - side - 0.2, f"the same M, s = {s:g}", ha="center", va="top", fontsize=8.5)
+        x += side + 0.6
+        ax.text(x - 0.3, y0 - side / 2, "=", ha="center", va="center", fontsize=14)
+        masked = P * M
+        _matrix(ax, masked, x, y0, c, vmax=vmax)
+        ax.text(x + side / 2, y0 - side - 0.2, f"rank {_rank(masked)}", ha="center", va="top", fontsize=8.5,
+                color=color)
+    ax.text(-3.3, 0.45, f"n = {n}, r = {r}: two rank-{r} truncations of one orthogonal W₀, under one mask",
+            fontsize=8.5, va="center")
     return fig
 
 
