@@ -7,7 +7,7 @@ from rnnlab.checks import evaluate, exercises
 
 LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls", "ex-mem-deque-pops",
           "ex-mem-fractional", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-push-reach",
-          "ex-mem-pop-steps", "ex-mem-lifetime"]
+          "ex-mem-stack-bptt", "ex-mem-pop-steps", "ex-mem-lifetime"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -194,6 +194,49 @@ def test_queue_pop_gradients_right_answer_passes():
         c = torch.where(x > 0, gy, torch.zeros_like(g))
         return gy + _above(c), float(-c.sum())
     assert evaluate("ex-mem-queue-backward", right).status == "passed"
+
+
+def _bptt(v, d, u, g_r, *, through_time=True, pops=True):
+    """The stack's backward through T steps (ex-mem-stack-bptt); the flags make it wrong."""
+    T = len(d)
+    kept, s = [], v.new_zeros(0)
+    for t in range(T):
+        kept.append(s)
+        s = torch.cat([torch.relu(s - torch.relu(u[t] - _above(s))), d[t:t + 1]])
+    g_v, g_d, g_u = torch.zeros_like(v), torch.zeros_like(d), torch.zeros_like(u)
+    back = v.new_zeros(T)
+    for t in range(T - 1, -1, -1):
+        x = u[t] - _above(kept[t])
+        y = kept[t] - torch.relu(x)
+        s = torch.cat([torch.relu(y), d[t:t + 1]])
+        room = 1 - _above(s)
+        g_v[:t + 1] += torch.minimum(s, torch.relu(room))[:, None] * g_r[t]
+        gamma = v[:t + 1] @ g_r[t]
+        whole = s <= torch.relu(room)
+        cut = torch.where(~whole & (room > 0), gamma, 0.0)
+        g_s = torch.where(whole, gamma, 0.0) - (torch.cumsum(cut, 0) - cut) + back
+        g_d[t] = g_s[t]
+        gy = torch.where(y > 0, g_s[:t], 0.0)
+        c = torch.where(x > 0, gy, 0.0)
+        g_u[t] = -c.sum() if pops else 0.0
+        back = gy + (torch.cumsum(c, 0) - c) if through_time else v.new_zeros(t)
+    return g_v, g_d, g_u
+
+
+def test_stack_bptt_right_answer_passes():
+    assert evaluate("ex-mem-stack-bptt", _bptt).status == "passed"
+
+
+def test_stack_bptt_without_the_time_recursion_fails():
+    def one_step(v, d, u, g_r):              # each step's own read only: no gradient through later pops
+        return _bptt(v, d, u, g_r, through_time=False)
+    _fails("ex-mem-stack-bptt", one_step, "case 1 of 4")
+
+
+def test_stack_bptt_without_the_pops_gradient_fails():
+    def no_pops(v, d, u, g_r):
+        return _bptt(v, d, u, g_r, pops=False)
+    _fails("ex-mem-stack-bptt", no_pops, "case 1 of 4")
 
 
 def test_lifetime_unweighted_fails():

@@ -353,6 +353,58 @@ exercise(
          "below it d - u. A push is felt by a later read while its row is read whole.")
 
 
+def _stack_bptt_reference(v, d, u, g_r):
+    """Autograd through the package's stack (one sequence): the gradients of
+    L = sum_t <g_r[t], r_t> with respect to the values, the pushes and the pops."""
+    import torch
+
+    from rnnlab import neural_memory
+
+    v, d, u = (x.detach().clone().requires_grad_() for x in (v, d, u))
+    r, _ = neural_memory("stack", v[None], d[None], u[None], backend="torch")
+    g_v, g_d, g_u = torch.autograd.grad(r[0], (v, d, u), g_r)
+    return g_v, g_d, g_u
+
+
+def _bptt_case(seed, T, m, pop_high=1.0, show=""):
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    v = torch.randn(T, m, generator=gen, dtype=torch.float64)
+    d = 0.1 + 0.9 * torch.rand(T, generator=gen, dtype=torch.float64)
+    u = pop_high * torch.rand(T, generator=gen, dtype=torch.float64)
+    g_r = torch.randn(T, m, generator=gen, dtype=torch.float64)
+    return Case((v, d, u, g_r), show=show or f"random, T = {T}, m = {m} (seed {seed})")
+
+
+def _stack_bptt_cases():
+    import torch
+
+    return [
+        Case((torch.eye(3, dtype=torch.float64), _t([0.6, 0.5, 0.4]), _t([0.0, 0.2, 0.7]),
+              _t([[1.0, 0.3, -0.7], [0.5, -1.0, 0.2], [2.0, 1.0, -0.5]])),
+             show="the three steps of the page's figure, one-hot values"),
+        Case((_bptt_case(0, 6, 3).args[0], torch.full((6,), 0.5, dtype=torch.float64),
+              torch.full((6,), 0.27, dtype=torch.float64), _bptt_case(0, 6, 3).args[3]),
+             show="constant controls d = 0.5, u = 0.27 (pop bias -1), T = 6"),
+        _bptt_case(0, 6, 3),
+        _bptt_case(1, 8, 2, pop_high=0.5, show="random, T = 8, m = 2, pops below 0.5"),
+    ]
+
+
+exercise(
+    "ex-mem-stack-bptt", notebook=NB2, name="stack_backward", signature="stack_backward(v, d, u, g_r)",
+    answers=("rnnlab.kernels.memory_torch:_pop_backward", "rnnlab.kernels.memory_torch:_read_backward",
+             "rnnlab.kernels.memory_torch:neural_memory_backward_ref",
+             "rnnlab.kernels.memory_torch:step_backward_ref", "rnnlab.kernels.memory:neural_memory"),
+    reference=_stack_bptt_reference, cases=_stack_bptt_cases, difficulty=3, atol=1e-8,
+    hint="run the steps forward and keep the strengths before each pop; then go from step T down to 1: "
+         "the gradient of the strengths after step t is the read's of step t plus what the pop of "
+         "step t + 1 sends back (zero after the last step). Its last entry is dL/dd_t.",
+    hints=("the pop of step 1 finds an empty memory: dL/du_1 is 0. A value v_i collects w_t[i] g_r[t] "
+           "from every read of step t >= i.",))
+
+
 # ----------------------------------------------------------------- 03: transduction
 
 NB3 = "memory/03_transduction"
@@ -487,6 +539,11 @@ def _push_reach_hidden(rng):
 def _queue_pop_grad_hidden(rng):
     return [Case((_t(rng.uniform(0.05, 1.0, n).tolist()), float(rng.uniform(0.05, 1.2)),
                   _t(rng.normal(size=n).tolist()))) for n in (3, 5)]
+
+
+@hidden("ex-mem-stack-bptt")
+def _stack_bptt_hidden(rng):
+    return [_bptt_case(int(rng.integers(100, 10_000)), T, 3) for T in (5, 7)]
 
 
 @hidden("ex-mem-lifetime")

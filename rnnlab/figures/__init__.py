@@ -70,6 +70,7 @@ FIGURES = {
     "memory_controller": (memory.controller, "book/memory/figures/controller.svg"),
     "memory_pop_backward": (memory.pop_backward, "book/memory/figures/pop_backward.svg"),
     "memory_read_backward": (memory.read_backward, "book/memory/figures/read_backward.svg"),
+    "memory_bptt_backward": (memory.bptt_backward, "book/memory/figures/bptt_backward.svg"),
     "memory_reversal_timing": (memory.reversal_timing, "book/memory/figures/reversal_timing.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative

@@ -370,6 +370,84 @@ def pop_backward():
     return fig
 
 
+BPTT_D = (0.6, 0.5, 0.4)
+"""The pushes of the backward-through-time example of 02_backward_dynamics (three steps)."""
+BPTT_U = (0.0, 0.2, 0.7)
+"""Its pops: step 2 pops row 1 partly; step 3 empties row 2 and runs out in row 1."""
+BPTT_G_R = ((1.0, 0.3, -0.7), (0.5, -1.0, 0.2), (2.0, 1.0, -0.5))
+"""dL/dr_t of that example, with one-hot values: gamma_t[i] = BPTT_G_R[t][i] (entries of rows not
+yet pushed do not matter)."""
+
+
+def bptt_example():
+    """The gradient carried back through the three steps of :data:`BPTT_D`, :data:`BPTT_U`, by the recursion
+    gbar_t = rho_t + P_{t+1}^T(gbar_{t+1}[1..t]): a list, step 1 first, of dicts with the
+    strengths ``s`` after the step, the read's gradient ``rho``, what the next pop sends back
+    ``back`` (zero after the last step), their sum ``gbar`` (bottom row first), and the floats
+    ``g_d`` = dL/dd_t and ``g_u`` = dL/du_t."""
+    T = len(BPTT_D)
+    kept, s = [], np.zeros(0)
+    for t in range(T):                                    # forward: the strengths before each pop
+        kept.append(s)
+        ahead = np.cumsum(s[::-1])[::-1] - s
+        s = np.append(np.maximum(0, s - np.maximum(0, BPTT_U[t] - ahead)), BPTT_D[t])
+    out, back = [None] * T, np.zeros(T)
+    for t in range(T - 1, -1, -1):
+        prev = kept[t]
+        x = BPTT_U[t] - (np.cumsum(prev[::-1])[::-1] - prev)
+        y = prev - np.maximum(x, 0)
+        s = np.append(np.maximum(y, 0), BPTT_D[t])
+        room = 1 - (np.cumsum(s[::-1])[::-1] - s)
+        gamma = np.array(BPTT_G_R[t][:t + 1])
+        whole = s <= np.maximum(room, 0)
+        cut = np.where(~whole & (room > 0), gamma, 0.0)
+        rho = np.where(whole, gamma, 0.0) - (np.cumsum(cut) - cut)
+        gbar = rho + back
+        gy = np.where(y > 0, gbar[:t], 0.0)
+        c = np.where(x > 0, gy, 0.0)
+        out[t] = dict(s=s.tolist(), rho=rho.tolist(), back=back.tolist(), gbar=gbar.tolist(),
+                      g_d=float(gbar[t]), g_u=float(-c.sum()))
+        back = gy + (np.cumsum(c) - c)
+    return out
+
+
+def bptt_backward():
+    """The gradient of the strengths carried back through time on the worked example: for each
+    step, the strengths after it, the gradient of its own read (rho), what the pop of the next
+    step sends back, and their sum gbar_t; the pop of step t + 1 carries gbar_{t+1} to step t."""
+    steps = bptt_example()
+    W, H, group = 0.95, 0.55, 4.9
+    fig, ax = _canvas(12, 3.3, (-0.75, 3 * group - 0.3), (-1.05, 3 * H + 1.0))
+    cols = [("$s_t$", "s", _BLUE), (r"$\rho_t$ (read)", "rho", _ORANGE),
+            ("from the\nnext pop", "back", _ORANGE), (r"$\bar g_t$", "gbar", _ORANGE)]
+    for k, st in enumerate(steps):
+        x0 = k * group
+        n = k + 1
+        ax.text(x0 + 2 * W, 3 * H + 0.85, f"step {n}:  u{_sub(n)} = {_num(BPTT_U[k])},  d{_sub(n)} = {_num(BPTT_D[k])}", ha="center", va="top", fontsize=9, color=_INK,
+                fontweight="bold")
+        for j, (title, key, color) in enumerate(cols):
+            xc = x0 + j * W + W / 2
+            ax.text(xc, 3 * H + 0.2, title, ha="center", va="top", fontsize=7.5, color=color,
+                    linespacing=1.1)
+            for i in range(n):
+                yc = i * H + 0.2
+                v = st[key][i]
+                fc = "#e8f0f8" if color == _BLUE else ("#fdf1e4" if abs(v) > 1e-12 else _GREY_FILL)
+                _box(ax, xc, yc, W * 0.78, H * 0.72, _num(v), fc=fc, ec=color, fontsize=8)
+        for i in range(n):
+            ax.text(x0 - 0.08, i * H + 0.2, f"row {i + 1}", ha="right", va="center", fontsize=7.5)
+        ax.text(x0 + 2 * W, -0.45, f"∂L/∂d{_sub(n)} = {_num(st['g_d'])},   ∂L/∂u{_sub(n)} = {_num(st['g_u'])}",
+                ha="center", va="center", fontsize=8, color=_ORANGE)
+        if k < 2:
+            _arrow(ax, (x0 + group - 0.55, 0.5), (x0 + 4 * W + 0.05, 0.5), color=_ORANGE, lw=1.2)
+            ax.text(x0 + 4 * W + (group - 4 * W - 0.5) / 2, 0.75, f"pop of\nstep {n + 1}", ha="center",
+                    va="bottom", fontsize=7, color=_ORANGE, linespacing=1.1)
+    ax.text(0, -0.9, "backward in time, right to left: the gradient of the strengths after step t is its own "
+            "read's plus what the pop of step t + 1 sends back; its new row's entry is ∂L/∂dₜ",
+            fontsize=8, color=_ORANGE)
+    return fig
+
+
 def backward_read_example():
     """The read's forward and backward quantities of the example, bottom row first: the
     strengths ``s`` after the pop of :func:`backward_example` and a push of :data:`READ_D`;
