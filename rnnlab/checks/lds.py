@@ -181,37 +181,54 @@ exercise(
 
 # ----------------------------------------------------------------- 02_ldstack
 
-def _nn_rnn_reference(A, B):
-    return A @ B, A.clone()
+def _first_miss_reference(A, B, x, k):
+    import torch
+
+    from rnnlab.models.ldstack import rnn_reference
+
+    with torch.no_grad():
+        rnn = rnn_reference(x, A, B, "tanh")
+        s, p = x.new_zeros(x.shape[0], A.shape[0]), None      # layers 1..k, one after another
+        for _ in range(k):
+            states = []
+            for t in range(k + 1):
+                As = s @ A.T if t else torch.zeros_like(s)
+                s = (As if p is None else p[t] * As) + x[:, t] @ B.T
+                states.append(s)
+            a = [torch.zeros_like(s)] + [v @ A.T for v in states[:-1]]
+            p = [torch.where(v == 0, torch.ones_like(v), torch.tanh(v) / torch.where(v == 0, 1.0, v))
+                 for v in a]
+        return s - rnn[:, k]
 
 
-def _nn_rnn_cases():
+def _first_miss_cases():
     import torch
 
     def randn(*shape, seed, scale=1.0):
         return scale * torch.randn(*shape, dtype=torch.float64,
                                    generator=torch.Generator().manual_seed(seed))
 
+    one = torch.tensor([[2.0]], dtype=torch.float64), torch.tensor([[1.0]], dtype=torch.float64)
     return [
-        Case((randn(3, 3, seed=0, scale=0.5), randn(3, 2, seed=1)),
-             show="A of shape (3, 3), B of shape (3, 2)"),
-        Case((randn(5, 5, seed=2, scale=0.4), randn(5, 1, seed=3)),
-             show="A of shape (5, 5), B of shape (5, 1) (one input)"),
-        Case((randn(2, 2, seed=4), randn(2, 4, seed=5)),
-             show="A of shape (2, 2), B of shape (2, 4) (more inputs than units)"),
-        Case((torch.tensor([[0.7]], dtype=torch.float64),
-              torch.tensor([[-2.0]], dtype=torch.float64)),
-             show="A = [[0.7]], B = [[-2]] (one unit, one input)"),
+        Case((*one, torch.ones(1, 3, 1, dtype=torch.float64), 2),
+             show="the worked example: A = [[2]], B = [[1]], x = 1, 1, 1, k = 2"),
+        Case((*one, torch.ones(1, 3, 1, dtype=torch.float64), 1),
+             show="the worked example with k = 1 (the LDS)"),
+        Case((randn(3, 3, seed=0), randn(3, 2, seed=1), randn(2, 6, 2, seed=2), 3),
+             show="A (3, 3), B (3, 2), x (2, 6, 2), k = 3"),
+        Case((randn(4, 4, seed=3, scale=0.7), randn(4, 1, seed=4), randn(3, 5, 1, seed=5), 4),
+             show="A (4, 4), B (4, 1), x (3, 5, 1), k = 4 (T = k + 1)"),
     ]
 
 
 exercise(
-    "ex-ldstack-nnrnn", notebook="lds/02_ldstack", name="nn_rnn_weights",
-    signature="nn_rnn_weights(A, B)",
-    reference=_nn_rnn_reference, cases=_nn_rnn_cases,
+    "ex-ldstack-miss", notebook="lds/02_ldstack", name="first_miss",
+    signature="first_miss(A, B, x, k)",
+    reference=_first_miss_reference, cases=_first_miss_cases,
     difficulty=1,
-    hint="substitute s_t = h_(t-1) + B x_t into h_t = rho(A s_t): which matrix multiplies "
-         "h_(t-1), and which multiplies x_t?")
+    hint="layer k is exact at step k, so s^(k)_(k+1) - s_(k+1) only differs in the factor "
+         "that multiplies A s_k: the correction handed over by layer k - 1 (1 for k = 1) "
+         "against delta(A s_k) = tanh(A s_k) / (A s_k).")
 
 
 def _exact_steps_reference(stack, x, h0):
@@ -341,27 +358,43 @@ exercise(
 
 # ----------------------------------------------------------------- 03_copy_memory
 
-def _expected_peak_reference(tau, sigma):
-    # E[exp(i tau delta)] for delta ~ N(0, sigma^2): the normal characteristic function
-    return math.exp(-(tau * sigma) ** 2 / 2)
+def _folded_readout_reference(model):
+    import torch
+
+    with torch.no_grad():
+        return model.output_weights() * model.input_weights()[:, None]
 
 
-def _expected_peak_cases():
-    return [Case((110, 1e-3), show="tau = 110, sigma = 1e-3 (T = 100)"),
-            Case((110, 1e-2), show="tau = 110, sigma = 1e-2 (T = 100)"),
-            Case((2010, 1e-4), show="tau = 2010, sigma = 1e-4 (T = 2000)"),
-            Case((2010, 1e-3), show="tau = 2010, sigma = 1e-3 (T = 2000)"),
-            Case((0, 0.5), show="tau = 0, sigma = 0.5"),
-            Case((7, 0.0), show="tau = 7, sigma = 0")]
+def _folded_readout_cases():
+    import torch
+
+    from rnnlab.experiments.copy_memory import paper_lds
+    from rnnlab.models import LDS
+
+    def gen(seed):
+        return torch.Generator().manual_seed(seed)
+
+    return [
+        Case((paper_lds(input_weights="companion", generator=gen(0)).double(),),
+             show="paper_lds(input_weights='companion') (160 modes, 10 outputs), seed 0"),
+        Case((paper_lds(input_weights="companion", generator=gen(1)).double(),),
+             show="paper_lds(input_weights='companion'), seed 1"),
+        Case((LDS(2, 8, 3, eigenvalues="free", generator=gen(2)).double(),),
+             show="LDS(2, 8, 3) (free eigenvalues, complex read-out, companion B')"),
+        Case((LDS(1, 4, 1, eigenvalues="free", conjugate_pairs=False, generator=gen(3)).double(),),
+             show="LDS(1, 4, 1, conjugate_pairs=False)"),
+        Case((paper_lds(hidden_size=20, generator=gen(4)).double(),),
+             show="paper_lds(hidden_size=20) with B' = 1 already"),
+    ]
 
 
 exercise(
-    "ex-copy-angles", notebook="lds/03_copy_memory", name="expected_peak",
-    signature="expected_peak(tau, sigma)",
-    reference=_expected_peak_reference, cases=_expected_peak_cases,
-    difficulty=2,
-    hint="the term c_j λ_j^τ becomes c_j λ_j^τ e^{iτδ_j}: take the expected value of "
-         "e^{iτδ} for a normal δ with mean 0 (its characteristic function).")
+    "ex-copy-bprime", notebook="lds/03_copy_memory", name="folded_readout",
+    signature="folded_readout(model)",
+    reference=_folded_readout_reference, cases=_folded_readout_cases,
+    difficulty=1,
+    hint="mode i contributes C'_i B'_i λ_i^(t-τ) u_τ: scale row i of model.output_weights() "
+         "by entry i of model.input_weights().")
 
 
 # ----------------------------------------------------------------- 04_speed (the Performance page)
@@ -475,13 +508,14 @@ def _two_mode_hidden(rng):
             for _ in range(3)]
 
 
-@hidden("ex-ldstack-nnrnn")
-def _nn_rnn_hidden(rng):
+@hidden("ex-ldstack-miss")
+def _first_miss_hidden(rng):
     import torch
 
-    return [Case((torch.from_numpy(rng.normal(size=(n, n)) * 0.5),
-                  torch.from_numpy(rng.normal(size=(n, d)))))
-            for n, d in ((4, 3), (2, 1))]
+    return [Case((torch.from_numpy(rng.normal(size=(n, n)) * 0.8),
+                  torch.from_numpy(rng.normal(size=(n, d))),
+                  torch.from_numpy(rng.normal(size=(2, k + 2, d))), k))
+            for n, d, k in ((3, 2, 2), (2, 1, 3))]
 
 
 @hidden("ex-ldstack-odd")
@@ -517,9 +551,15 @@ def _second_layer_hidden(rng):
     return cases
 
 
-@hidden("ex-copy-angles")
-def _expected_peak_hidden(rng):
-    return [Case((int(rng.integers(50, 3000)), float(rng.uniform(1e-4, 2e-3)))) for _ in range(2)]
+@hidden("ex-copy-bprime")
+def _folded_readout_hidden(rng):
+    import torch
+
+    from rnnlab.models import LDS
+
+    return [Case((LDS(2, 8, 3, eigenvalues="free", generator=torch.Generator().manual_seed(_seed(rng))).double(),)),
+            Case((LDS(1, 5, 2, eigenvalues="free", conjugate_pairs=False,
+                      generator=torch.Generator().manual_seed(_seed(rng))).double(),))]
 
 
 @hidden("ex-lds-scratch")
