@@ -358,43 +358,27 @@ exercise(
 
 # ----------------------------------------------------------------- 03_copy_memory
 
-def _folded_readout_reference(model):
-    import torch
-
-    with torch.no_grad():
-        return model.output_weights() * model.input_weights()[:, None]
+def _expected_peak_reference(tau, sigma):
+    # E[exp(i tau delta)] for delta ~ N(0, sigma^2): the normal characteristic function
+    return math.exp(-(tau * sigma) ** 2 / 2)
 
 
-def _folded_readout_cases():
-    import torch
-
-    from rnnlab.experiments.copy_memory import paper_lds
-    from rnnlab.models import LDS
-
-    def gen(seed):
-        return torch.Generator().manual_seed(seed)
-
-    return [
-        Case((paper_lds(input_weights="companion", generator=gen(0)).double(),),
-             show="paper_lds(input_weights='companion') (160 modes, 10 outputs), seed 0"),
-        Case((paper_lds(input_weights="companion", generator=gen(1)).double(),),
-             show="paper_lds(input_weights='companion'), seed 1"),
-        Case((LDS(2, 8, 3, eigenvalues="free", generator=gen(2)).double(),),
-             show="LDS(2, 8, 3) (free eigenvalues, complex read-out, companion B')"),
-        Case((LDS(1, 4, 1, eigenvalues="free", conjugate_pairs=False, generator=gen(3)).double(),),
-             show="LDS(1, 4, 1, conjugate_pairs=False)"),
-        Case((paper_lds(hidden_size=20, generator=gen(4)).double(),),
-             show="paper_lds(hidden_size=20) with B' = 1 already"),
-    ]
+def _expected_peak_cases():
+    return [Case((110, 1e-3), show="tau = 110, sigma = 1e-3 (T = 100)"),
+            Case((110, 1e-2), show="tau = 110, sigma = 1e-2 (T = 100)"),
+            Case((2010, 1e-4), show="tau = 2010, sigma = 1e-4 (T = 2000)"),
+            Case((2010, 1e-3), show="tau = 2010, sigma = 1e-3 (T = 2000)"),
+            Case((0, 0.5), show="tau = 0, sigma = 0.5"),
+            Case((7, 0.0), show="tau = 7, sigma = 0")]
 
 
 exercise(
-    "ex-copy-bprime", notebook="lds/03_copy_memory", name="folded_readout",
-    signature="folded_readout(model)",
-    reference=_folded_readout_reference, cases=_folded_readout_cases,
-    difficulty=1,
-    hint="mode i contributes C'_i B'_i λ_i^(t-τ) u_τ: scale row i of model.output_weights() "
-         "by entry i of model.input_weights().")
+    "ex-copy-angles", notebook="lds/03_copy_memory", name="expected_peak",
+    signature="expected_peak(tau, sigma)",
+    reference=_expected_peak_reference, cases=_expected_peak_cases,
+    difficulty=2,
+    hint="the term c_j λ_j^τ becomes c_j λ_j^τ e^{iτδ_j}: take the expected value of "
+         "e^{iτδ} for a normal δ with mean 0 (its characteristic function).")
 
 
 # ----------------------------------------------------------------- 04_speed (the Performance page)
@@ -551,15 +535,9 @@ def _second_layer_hidden(rng):
     return cases
 
 
-@hidden("ex-copy-bprime")
-def _folded_readout_hidden(rng):
-    import torch
-
-    from rnnlab.models import LDS
-
-    return [Case((LDS(2, 8, 3, eigenvalues="free", generator=torch.Generator().manual_seed(_seed(rng))).double(),)),
-            Case((LDS(1, 5, 2, eigenvalues="free", conjugate_pairs=False,
-                      generator=torch.Generator().manual_seed(_seed(rng))).double(),))]
+@hidden("ex-copy-angles")
+def _expected_peak_hidden(rng):
+    return [Case((int(rng.integers(50, 3000)), float(rng.uniform(1e-4, 2e-3)))) for _ in range(2)]
 
 
 @hidden("ex-lds-scratch")
