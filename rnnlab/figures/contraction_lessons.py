@@ -20,8 +20,8 @@ from matplotlib.patches import Ellipse
 
 from .contraction import _SUP, SLOPE_W, _num
 
-__all__ = ["DERIVED_METRIC", "VENN_MATRICES", "THEOREM4_W", "metric_ellipse", "theorem_venn",
-           "theorem4_rescaling"]
+__all__ = ["DERIVED_METRIC", "VENN_MATRICES", "VENN_CIRCLES", "THEOREM4_W", "metric_ellipse",
+           "theorem_venn", "venn_layout", "in_circles", "theorem4_rescaling"]
 
 DERIVED_METRIC = (1.0, 0.05)
 """The diagonal metric ``diag(1, p)`` that ``01_contraction_in_one_page``
@@ -34,12 +34,12 @@ VENN_MATRICES = {
                               (0.9 * np.sin(np.pi / 4), 0.9 * np.cos(np.pi / 4))),
     "rotation c = 3": ((0.0, -3.0), (3.0, 0.0)),
     "symmetric, λmax = 2": ((2.0, 0.0), (0.0, -1.0)),
-    "C.2 [[−9, 2.5], [2.5, 0]]": ((-9.0, 2.5), (2.5, 0.0)),
+    "symmetric [[−9, 2.5], [2.5, 0]]": ((-9.0, 2.5), (2.5, 0.0)),
 }
 """Example matrices of ``02_six_theorems`` (its Theorem-1 chain, the diagonal
 rule's matrix, the rotation by 45 degrees, Theorem 6's rotation, a symmetric
-matrix past Theorem 2's bound, and the symmetric matrix of appendix C.2 that
-``03_counterexamples`` studies). Exercise ``ex-ctr-cover``'s three matrices are
+matrix past Theorem 2's bound, and the symmetric matrix with a strong negative
+self-weight that ``03_counterexamples`` studies). Exercise ``ex-ctr-cover``'s three matrices are
 left out: the student places them."""
 
 _INK = "#333333"
@@ -106,35 +106,60 @@ def _coverage():
     return cover
 
 
-_REGION = {  # a point inside each region of the three circles below
-    frozenset({1}): (-1.3, 0.55), frozenset({2}): (1.55, 0.75), frozenset({5}): (0.0, -1.5),
-    frozenset({1, 2}): (0.05, 1.2), frozenset({1, 5}): (-0.8, -0.55),
-    frozenset({2, 5}): (0.8, -0.55), frozenset({1, 2, 5}): (0.2, 0.05), frozenset(): (3.0, -1.45),
+VENN_CIRCLES = {  # theorem: (centre, radius) of its circle in theorem_venn
+    1: ((-0.7, 0.35), 1.55), 2: ((0.7, 0.35), 1.55), 5: ((0.0, -0.85), 1.55),
 }
+
+_REGION = {  # the first dot of each region (inside exactly its circles) and the label side
+    frozenset({1}): ((-1.35, 0.75), "left"), frozenset({2}): ((1.6, 0.75), "right"),
+    frozenset({5}): ((-0.45, -1.75), "right"), frozenset({1, 2}): ((0.0, 1.25), "right"),
+    frozenset({1, 5}): ((-0.75, -0.5), "left"), frozenset({2, 5}): ((0.75, -0.5), "right"),
+    frozenset({1, 2, 5}): ((0.0, 0.0), "right"), frozenset(): ((2.55, -1.5), "right"),
+}
+
+
+def venn_layout():
+    """``[(name, theorems that certify it, (x, y) of its dot, label side)]`` for theorem_venn.
+
+    Each dot lies inside exactly the circles of ``VENN_CIRCLES`` whose theorems
+    certify the matrix (the package's certificates, ``_coverage``); the test
+    of the figure checks this.
+    """
+    by_region = {}
+    for name, hits in _coverage().items():
+        by_region.setdefault(frozenset(hits), []).append(name)
+    layout = []
+    for region, names in sorted(by_region.items(), key=lambda kv: sorted(kv[0])):
+        (x, y), side = _REGION[region]
+        for k, name in enumerate(sorted(names)):
+            layout.append((name, set(region), (x, round(y - 0.3 * k, 2)), side))
+    return layout
+
+
+def in_circles(xy):
+    """The theorems whose circle in ``theorem_venn`` contains the point ``xy``."""
+    return {t for t, ((cx, cy), r) in VENN_CIRCLES.items()
+            if (xy[0] - cx) ** 2 + (xy[1] - cy) ** 2 < r ** 2}
 
 
 def theorem_venn():
     """Theorems 1, 2 and 5 as three circles; each example matrix in the region that certifies it."""
-    cover = _coverage()
     fig = Figure(figsize=(7.6, 5.4))
     ax = fig.add_axes((0.01, 0.01, 0.98, 0.92))
-    circles = (((-0.7, 0.35), _BLUE, "Theorem 1\n(|W|, diagonal metric)", (-2.9, 2.05)),
-               ((0.7, 0.35), _GREEN, "Theorem 2\n(symmetric W)", (1.75, 2.05)),
-               ((0.0, -0.85), _ORANGE, "Theorem 5\n(diagonal P, LMI)", (-2.9, -2.2)))
-    for centre, colour, label, at in circles:
-        ax.add_patch(Ellipse(centre, 3.1, 3.1, fill=True, alpha=0.12, color=colour))
-        ax.add_patch(Ellipse(centre, 3.1, 3.1, fill=False, color=colour, lw=1.4))
+    styles = {1: (_BLUE, "Theorem 1\n(|W|, diagonal metric)", (-2.9, 2.05)),
+              2: (_GREEN, "Theorem 2\n(symmetric W)", (1.75, 2.05)),
+              5: (_ORANGE, "Theorem 5\n(diagonal P, LMI)", (-2.9, -2.2))}
+    for t, (centre, radius) in VENN_CIRCLES.items():
+        colour, label, at = styles[t]
+        ax.add_patch(Ellipse(centre, 2 * radius, 2 * radius, fill=True, alpha=0.12, color=colour))
+        ax.add_patch(Ellipse(centre, 2 * radius, 2 * radius, fill=False, color=colour, lw=1.4))
         ax.text(*at, label, fontsize=8.5, color=colour, ha="left", va="center")
-    by_region = {}
-    for name, hits in cover.items():
-        by_region.setdefault(frozenset(hits), []).append(name)
-    for region, names in sorted(by_region.items(), key=lambda kv: sorted(kv[0])):
-        x, y = _REGION[region]
-        for k, name in enumerate(sorted(names)):
-            yy = y - 0.27 * (k - (len(names) - 1) / 2)
-            ax.plot([x - 0.02 - 0.045 * len(name)], [yy], "o", ms=3, color=_INK)
-            ax.text(x - 0.045 * len(name) + 0.04, yy, name, fontsize=7.5, va="center", color=_INK)
-    ax.text(2.45, -0.95, "none of the three", fontsize=8, color=_RED, ha="left")
+    for name, _, (x, y), side in venn_layout():
+        ax.plot([x], [y], "o", ms=3.5, color=_INK)
+        dx = 0.08 if side == "right" else -0.08
+        ax.text(x + dx, y, name, fontsize=7.5, va="center", color=_INK,
+                ha="left" if side == "right" else "right")
+    ax.text(2.5, -1.1, "none of the three", fontsize=8, color=_RED, ha="left")
     ax.set_xlim(-3.0, 3.9)
     ax.set_ylim(-2.6, 2.4)
     ax.set_aspect("equal")
@@ -148,9 +173,9 @@ THEOREM4_W = ((0.5, 0.0, 0.0), (4.0, -2.0, 0.0), (-3.0, 5.0, 0.8))
 """The lower-triangular example of Theorem 4 in ``02_six_theorems``."""
 
 
-def _matrix_panel(ax, M, title, fmt):
+def _matrix_panel(ax, M, title, fmt, big=None):
     n = len(M)
-    big = max(abs(v) for row in M for v in row) or 1.0
+    big = big or max(abs(v) for row in M for v in row) or 1.0
     for i in range(n):
         for j in range(n):
             v = M[i][j]
@@ -188,7 +213,8 @@ def theorem4_rescaling():
         return f"{_num(W[i, j])}·ε{str(i - j).translate(_SUP) if i - j > 1 else ''}\n≈ {v:.2g}".replace("-", "−")
 
     _matrix_panel(ax1, W.tolist(), "W: strong forward weights below the diagonal", plain)
-    _matrix_panel(ax2, R.tolist(), f"Γ W Γ⁻¹, Γ = diag(ε, ε², ε³), ε ≈ {eps:.2g}", scaled)
+    _matrix_panel(ax2, R.tolist(), f"Γ W Γ⁻¹, Γ = diag(ε, ε², ε³), ε ≈ {eps:.2g}", scaled,
+                  big=float(np.abs(W).max()))  # W's scale: an unchanged entry keeps its shade
     fig.text(0.5, 0.5, "rescale\nunit i by εⁱ\n⟶", ha="center", va="center", fontsize=9, color=_INK)
     fig.text(0.5, 0.94, "the diagonal (the self-weights) is unchanged; every forward weight shrinks by "
              "a power of ε, until the leak beats what is left", ha="center", fontsize=8.5)
