@@ -211,9 +211,11 @@ def _eigenvalues(W1, W2, M, W):
 
 def eigenvalue_clouds():
     """The eigenvalues of four initial matrices (orthogonal init, n = 128): dense,
-    sparse, low rank, low rank and sparse, each in the disk its law predicts:
-    radius 1 (orthogonal), √(1 − s) (circular law, A.6.1-A.6.2), √(r/n)
-    (truncated Haar, A.6.3), √(r(1 − s)/n) (the variance heuristic)."""
+    sparse, low rank, low rank and sparse, each with the circle its law predicts:
+    radius 1 (orthogonal: the eigenvalues lie on it, so no disk is shaded),
+    √(1 − s) (circular law, A.6.1-A.6.2), √(r/n) (truncated Haar, A.6.3),
+    √(r(1 − s)/n) (the variance heuristic); a shaded disk marks where the
+    eigenvalues may lie, not their density."""
     ex = CLOUD_EXAMPLE
     n, r, s = ex["n"], ex["rank"], ex["sparsity"]
     panels = ((None, 0.0, 1.0, "dense, full rank", "radius 1: orthogonal"),
@@ -225,7 +227,8 @@ def eigenvalue_clouds():
     t = np.linspace(0, 2 * np.pi, 181)
     for ax, (rank, sp, radius, title, law) in zip(axes, panels):
         lam = _eigenvalues(*_sample(n, rank, sp, ex["seed"]))
-        ax.fill(radius * np.cos(t), radius * np.sin(t), color=_ORANGE_FILL, lw=0)
+        if rank is not None or sp > 0:  # an orthogonal matrix's eigenvalues lie on the circle
+            ax.fill(radius * np.cos(t), radius * np.sin(t), color=_ORANGE_FILL, lw=0)
         ax.plot(radius * np.cos(t), radius * np.sin(t), color=_ORANGE, lw=1.2, ls="--", label=law)
         ax.plot(np.cos(t), np.sin(t), color="#bbbbbb", lw=0.8)
         ax.scatter(lam.real, lam.imag, s=4, color=_BLUE, zorder=3, linewidths=0)
