@@ -51,7 +51,7 @@ def _lstm_step_cases():
 
 exercise(
     "ex-lr-lstm-step", notebook=NB1, name="lstm_step", signature="lstm_step(pre, W, h, c)",
-    reference=_lstm_step_reference, cases=_lstm_step_cases, difficulty=2,
+    reference=_lstm_step_reference, cases=_lstm_step_cases, difficulty=1,
     answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
     hint="The gates come in the order i, f, g, o; W[g] multiplies h for every gate; return (h_t, c_t).",
     hints=("c_t = f * c + i * g with g = tanh(...), and h_t = o * tanh(c_t): the output gate acts after the "
