@@ -13,7 +13,7 @@ import pytest
 
 from rnnlab.checks import evaluate, exercises, get
 
-LABELS = ["ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
+LABELS = ["ex-ctr-balance", "ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
           "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m"]
 
 
@@ -118,7 +118,12 @@ def find_m_diagonal(W):
     return [scipy.integrate.quad(lambda t: math.exp(2 * ai * t), 0, math.inf)[0] for ai in a]
 
 
-CLOSED_FORMS = {"ex-ctr-linear": identity_rate, "ex-ctr-thm4": theorem4_eps,
+def balancing_weight(W):
+    # the solution's cross term w12 + p w21 = 0
+    return -W[0][1] / W[1][0]
+
+
+CLOSED_FORMS = {"ex-ctr-balance": balancing_weight, "ex-ctr-linear": identity_rate, "ex-ctr-thm4": theorem4_eps,
                 "ex-ctr-thm1-scratch": theorem1_abscissa,
                 "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
                 "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params,
@@ -176,6 +181,10 @@ def test_theorem4_uncapped_fails():
         return (1.0 - g * max(W[0, 0], W[1, 1], 0.0)) / (2 * g * abs(W[1, 0]))
 
     _fails_at("ex-ctr-thm4", wrong, 5, "weak coupling")
+
+
+def test_balancing_weight_upside_down_fails():
+    _fails_at("ex-ctr-balance", lambda W: -W[1][0] / W[0][1], 1, "W = [[0, -1], [2, 0]]")
 
 
 def test_theorem1_without_the_diagonal_rule_fails():

@@ -353,6 +353,12 @@ def _exact_pops(m, same_step):
     return [float(p) for p in best[0]]
 
 
+def _cross(W, p):
+    """The (0, 1) entry of M J + J^T M for M = diag(1, p) and J = -I + W."""
+    M, J = np.diag([1.0, p]), -np.eye(2) + np.asarray(W, dtype=float)
+    return float((M @ J + J.T @ M)[0, 1])
+
+
 def _vertex_rate(W):
     """Identity metric, ReLU slopes in [0, 1]: the worst -lambda_max(sym(-I + W D)) over the
     vertices D (the largest eigenvalue of the symmetric part is convex in D)."""
@@ -666,6 +672,8 @@ INDEPENDENT = {
     "ex-mem-queue-backward": lambda s, u, g: _pop_grads(_t(s), u, _t(g), queue=True),
     "ex-mem-stack-bptt": _stack_bptt_fd,
     "ex-mem-pop-steps": _exact_pops,
+    # the cross term of M J + J^T M, M = diag(1, p), J = -I + W, is affine in p: its root from p = 0, 1
+    "ex-ctr-balance": lambda W: float(np.roots([_cross(W, 1.0) - _cross(W, 0.0), _cross(W, 0.0)])[0]),
     "ex-ctr-linear": lambda W: _vertex_rate(np.asarray(W, dtype=float)),
     "ex-ctr-thm1-scratch": lambda W, g=1.0: float(np.linalg.eigvals(
         g * (np.abs(W) - np.diag(np.diag(np.abs(W))) + np.diag(np.maximum(np.diag(W), 0))) - np.eye(len(W))

@@ -55,6 +55,29 @@ exercise(
 )
 
 
+def _balancing_weight(W):
+    W = np.asarray(W, dtype=float)
+    return _tidy(-W[0, 1] / W[1, 0])
+
+
+exercise(
+    "ex-ctr-balance",
+    notebook=_BOOK + "01_contraction_in_one_page",
+    name="balancing_weight",
+    signature="balancing_weight(W)",
+    reference=_balancing_weight,
+    difficulty=1,
+    cases=lambda: [
+        Case((np.array([[0.0, -1.0], [2.0, 0.0]]),), show="W = [[0, -1], [2, 0]]"),
+        Case((np.array([[0.0, 3.0], [-0.5, 0.0]]),), show="W = [[0, 3], [-0.5, 0]]"),
+        Case((np.array([[0.5, -0.2], [1.0, -1.0]]),),
+             show="W = [[0.5, -0.2], [1, -1]] (self-weights too)"),
+    ],
+    hint="write out the off-diagonal entry of M J + J^T M with M = diag(1, p) and J = -I + W, "
+         "and set it to zero.",
+)
+
+
 # ----------------------------------------------------------------- 02: six theorems
 
 def _theorem4_eps(W, g=1.0):
@@ -387,6 +410,13 @@ exercise(
 def _identity_rate_hidden(rng):
     return [Case((_rotation(float(rng.uniform(0.5, 4.0))),)), Case((rng.normal(size=(2, 2)),)),
             Case((np.tril(rng.normal(size=(3, 3))),))]
+
+
+@hidden("ex-ctr-balance")
+def _balance_hidden(rng):
+    a, b = rng.uniform(0.1, 5.0, 2)
+    return [Case((np.array([[0.0, -a], [b, 0.0]]),)),
+            Case((np.array([[rng.uniform(-1, 1), a], [-b, rng.uniform(-1, 1)]]),))]
 
 
 @hidden("ex-ctr-thm4")
