@@ -14,7 +14,7 @@ from rnnlab.checks import evaluate, exercises, get
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
 LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-miss",
-          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-angles",
+          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-fft", "ex-copy-angles",
           "ex-speed-batch", "ex-scans-chunks", "ex-speed-layer"]
 
 
@@ -85,6 +85,11 @@ def _first_layer_only(lam, drive):
     return linear_scan(lam, drive)
 
 
+def _causal_conv_wrapped(u, K):
+    L = u.shape[-1]                   # padded to L only: the tail wraps onto the start
+    return torch.fft.irfft(torch.fft.rfft(u, n=L) * torch.fft.rfft(K, n=L), n=L)
+
+
 def _peak_without_expectation(tau, sigma):
     return math.cos(tau * sigma)      # the phase error of one draw of size sigma, not the mean
 
@@ -137,6 +142,7 @@ WRONG = {
     "ex-ldstack-h0": (_h0_forgotten, 1, "expected [0, 1, 2, 3, 4], got [1, 2, 3, 4, 5]"),
     "ex-ldstack-by-hand": (_first_layer_only, 1, "entries differ"),
     "ex-ldstack-odd": (_sign_xor_bits_not_signs, 1, "entries differ"),
+    "ex-copy-fft": (_causal_conv_wrapped, 1, "entries differ"),
     "ex-copy-angles": (_peak_without_expectation, 1, "values differ"),
     "ex-lds-scratch": (_modal_lds_no_real_part, 1, "entries differ"),
     "ex-lds-delay": (_delay_by_k_modes, 1, "at lag 0"),

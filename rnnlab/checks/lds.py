@@ -358,6 +358,45 @@ exercise(
 
 # ----------------------------------------------------------------- 03_copy_memory
 
+def _causal_conv_reference(u, K):
+    # the direct sum y_t = sum_{tau <= t} K_tau u_{t - tau}, in float64
+    import torch
+
+    u = torch.as_tensor(u, dtype=torch.float64)
+    K = torch.as_tensor(K, dtype=torch.float64)
+    L = u.shape[-1]
+    y = torch.zeros_like(u)
+    for tau in range(L):
+        y[..., tau:] += K[tau] * u[..., :L - tau]
+    return y
+
+
+def _causal_conv_cases():
+    import torch
+
+    def case(B, L, seed, show):
+        g = torch.Generator().manual_seed(seed)
+        return Case((torch.randn(B, L, generator=g, dtype=torch.float64),
+                     torch.randn(L, generator=g, dtype=torch.float64)), show=show)
+
+    return [
+        case(1, 4, 0, "one sequence of 4 steps"),
+        case(3, 20, 1, "a batch of 3 sequences of 20 steps"),
+        case(2, 1, 2, "sequences of a single step"),
+        case(2, 257, 3, "257 steps (an odd length past a power of two)"),
+        case(1, 1000, 4, "1000 steps"),
+    ]
+
+
+exercise(
+    "ex-copy-fft", notebook="lds/03_copy_memory", name="causal_conv",
+    signature="causal_conv(u, K)",
+    reference=_causal_conv_reference, cases=_causal_conv_cases, rtol=1e-9, atol=1e-9,
+    difficulty=1,
+    hint="torch.fft.rfft(u, n=n) pads to n; multiply the two spectra, torch.fft.irfft(..., n=n), "
+         "keep the first L steps; with n < 2L - 1 the end of the sequence wraps onto its start.")
+
+
 def _expected_peak_reference(tau, sigma):
     # E[exp(i tau delta)] for delta ~ N(0, sigma^2): the normal characteristic function
     return math.exp(-(tau * sigma) ** 2 / 2)
@@ -533,6 +572,14 @@ def _second_layer_hidden(rng):
         drive = torch.from_numpy(rng.normal(size=(B, T, C)) + 1j * rng.normal(size=(B, T, C)))
         cases.append(Case((lam, drive)))
     return cases
+
+
+@hidden("ex-copy-fft")
+def _causal_conv_hidden(rng):
+    import torch
+
+    return [Case((torch.from_numpy(rng.normal(size=(B, L))), torch.from_numpy(rng.normal(size=L))))
+            for B, L in ((2, int(rng.integers(2, 50))), (1, int(rng.integers(100, 600))))]
 
 
 @hidden("ex-copy-angles")
