@@ -688,6 +688,9 @@ INDEPENDENT = {
     "ex-lr-effective-dim": _effective_dim,
     "ex-lr-lowrank-radius": lambda W1, W2: _radius(_t(W1), _t(W2)),
     "ex-lds-delay": _delay,
+    # the causal convolution by NumPy's direct np.convolve, cut to the sequence's length
+    "ex-copy-fft": lambda u, K: np.stack([np.convolve(row, np.asarray(_t(K)))[:len(row)]
+                                          for row in np.asarray(_t(u))]),
     # E cos(tau delta), delta ~ N(0, sigma^2), by 80-point Gauss-Hermite quadrature (E sin = 0)
     "ex-copy-angles": lambda tau, sigma: float(
         np.polynomial.hermite_e.hermegauss(80)[1] @ np.cos(tau * sigma * np.polynomial.hermite_e.hermegauss(80)[0])
