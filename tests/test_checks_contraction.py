@@ -14,7 +14,8 @@ import pytest
 from rnnlab.checks import evaluate, exercises, get
 
 LABELS = ["ex-ctr-balance", "ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
-          "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m"]
+          "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m",
+          "ex-ctr-certified-feedback"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -112,6 +113,15 @@ def euler_norm_bound(Wm, Lm, alpha, g=1.0):
     return s + alpha * g * np.linalg.svd(np.asarray(Wm), compute_uv=False)[0]
 
 
+def certified_feedback(L, p, modules_norm, alpha, margin, g=1.0):
+    # the notebook's solution, in torch: omega from the certificate, ||L_M|| by matrix_norm
+    import torch
+    omega = ((1 - margin - alpha * g * modules_norm) ** 2 - (1 - alpha) ** 2) ** 0.5 / alpha
+    s = p.sqrt()
+    size = torch.linalg.matrix_norm(s[:, None] * L / s[None, :], ord=2)
+    return L * torch.clamp(omega / size, max=1.0)
+
+
 def find_m_diagonal(W):
     import scipy.integrate
     a = np.abs(np.diag(W)) - 1
@@ -128,7 +138,7 @@ CLOSED_FORMS = {"ex-ctr-balance": balancing_weight, "ex-ctr-linear": identity_ra
                 "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
                 "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params,
                 "ex-ctr-skew-euler": skew_euler_limit, "ex-ctr-euler-bound": euler_norm_bound,
-                "ex-ctr-find-m": find_m_diagonal}
+                "ex-ctr-find-m": find_m_diagonal, "ex-ctr-certified-feedback": certified_feedback}
 
 
 @pytest.mark.parametrize("label", LABELS)
@@ -263,6 +273,21 @@ def test_skew_euler_limit_with_the_leak_forgotten_fails():
         return (np.linalg.norm(np.eye(n) + alpha * (-np.eye(n) + Lm))
                 + alpha * g * np.linalg.norm(Wm))
     _fails_at("ex-ctr-euler-bound", frobenius, 1, "W = L = 0")
+
+
+def test_certified_feedback_wrong_answers_fail():
+    import torch
+
+    def euclidean(L, p, modules_norm, alpha, margin, g=1.0):  # ||L|| instead of ||L_M||
+        omega = ((1 - margin - alpha * g * modules_norm) ** 2 - (1 - alpha) ** 2) ** 0.5 / alpha
+        return L * torch.clamp(omega / torch.linalg.matrix_norm(L, ord=2), max=1.0)
+    _fails_at("ex-ctr-certified-feedback", euclidean, 1, "a large feedback")
+
+    def always_scaled(L, p, modules_norm, alpha, margin, g=1.0):  # scales up a small feedback too
+        omega = ((1 - margin - alpha * g * modules_norm) ** 2 - (1 - alpha) ** 2) ** 0.5 / alpha
+        s = p.sqrt()
+        return L * omega / torch.linalg.matrix_norm(s[:, None] * L / s[None, :], ord=2)
+    _fails_at("ex-ctr-certified-feedback", always_scaled, 2, "a small feedback")
 
 
 def test_find_m_wrong_answers_fail():

@@ -385,6 +385,16 @@ def _skew_euler(alpha, leak=1.0):
     return math.sqrt(max(0.0, 1 - (1 - alpha * leak) ** 2)) / alpha
 
 
+def _certified_feedback(L, p, modules_norm, alpha, margin, g=1.0):
+    from rnnlab.models.combo import euler_feedback_limit
+
+    L, p = _t(L), _t(p)
+    omega = euler_feedback_limit(alpha, g, modules_norm, margin)
+    Lm = np.diag(np.sqrt(p)) @ L @ np.diag(1 / np.sqrt(p))
+    size = np.abs(np.linalg.eigvals(Lm)).max()
+    return L * (omega / size if size > omega else 1.0)
+
+
 def _velocity(obs_prev, obs, dt):
     a, b = np.asarray(obs_prev, dtype=float), np.asarray(obs, dtype=float)
     turn = np.angle((b[..., 0] + 1j * b[..., 1]) / (a[..., 0] + 1j * a[..., 1]))
@@ -680,6 +690,8 @@ INDEPENDENT = {
     ).real.max()),
     "ex-ctr-params": _combo_params,
     "ex-ctr-skew-euler": _skew_euler,
+    # omega from the package's euler_feedback_limit; ||L_M|| as L_M's spectral radius (it is normal)
+    "ex-ctr-certified-feedback": _certified_feedback,
     "ex-ctr-find-m": _find_m,
     "ex-ctr-diag": _diag_interval,
     "ex-ctr-identity": _identity_threshold,

@@ -378,6 +378,53 @@ exercise(
 )
 
 
+def _certified_feedback(L, p, modules_norm, alpha, margin, g=1.0):
+    """euler_margin's feedback: L * min(1, omega / ||M^1/2 L M^-1/2||), M = diag(p), where omega solves
+    sqrt((1 - alpha)^2 + alpha^2 omega^2) + alpha g K = 1 - margin (K = modules_norm)."""
+    L = np.asarray(L.detach().cpu() if hasattr(L, "detach") else L, dtype=float)
+    s = np.sqrt(np.asarray(p.detach().cpu() if hasattr(p, "detach") else p, dtype=float))
+    omega = math.sqrt((1.0 - margin - alpha * g * modules_norm) ** 2 - (1.0 - alpha) ** 2) / alpha
+    size = np.linalg.norm(s[:, None] * L / s[None, :], 2)
+    return L * min(1.0, omega / size) if size > 0 else L.copy()
+
+
+def _skew_in_metric(rng, p, scale):
+    import torch
+
+    B = rng.normal(size=(len(p), len(p))) * scale
+    L = B - B.T * np.asarray(p)[None, :] / np.asarray(p)[:, None]  # M L + L^T M = 0
+    return torch.tensor(L, dtype=torch.float64), torch.tensor(p, dtype=torch.float64)
+
+
+def _feedback_cases():
+    rng = np.random.default_rng(11)
+    p = [1.0, 2.0, 0.5, 4.0]
+    big, small = _skew_in_metric(rng, p, 3.0), _skew_in_metric(rng, p, 0.01)
+    zero = (0 * big[0], big[1])
+    return [
+        Case((*big, 0.76, 0.1, 0.01), show="a large feedback (4x4), M = diag(1, 2, 0.5, 4), "
+             "K = 0.76, alpha = 0.1, margin = 0.01: scaled down"),
+        Case((*small, 0.76, 0.1, 0.01), show="a small feedback, the same M, K, alpha, margin: unchanged"),
+        Case((*zero, 0.76, 0.1, 0.01), show="L = 0: unchanged"),
+        Case((*big, 2.0, 0.05, 0.005), {"g": 0.25},
+             show="the large feedback, K = 2, alpha = 0.05, margin = 0.005, g = 0.25"),
+    ]
+
+
+exercise(
+    "ex-ctr-certified-feedback",
+    notebook=_BOOK + "05_training_combo_nets",
+    name="certified_feedback",
+    signature="certified_feedback(L, p, modules_norm, alpha, margin, g=1.0)",
+    reference=_certified_feedback,
+    cases=_feedback_cases,
+    difficulty=2,
+    hint="solve the page's Euler certificate for the largest allowed ||L_M|| (omega); "
+         "L_M = M^1/2 L M^-1/2 with M = diag(p); scale L by min(1, omega / ||L_M||_2).",
+    rtol=1e-8,
+)
+
+
 def _find_m_diagonal(W):
     """The diagonal that the public code's find_M returns, in closed form."""
     d = np.abs(np.diag(np.asarray(W, dtype=float)))
@@ -473,6 +520,14 @@ def _euler_hidden(rng):
     S = rng.normal(size=(n, n))
     return [Case((0.3 * rng.normal(size=(n, n)), S - S.T, float(rng.uniform(0.05, 0.5)))),
             Case((0.3 * rng.normal(size=(n, n)), S, float(rng.uniform(0.05, 0.5)), float(rng.uniform(0.2, 1.0))))]
+
+
+@hidden("ex-ctr-certified-feedback")
+def _certified_feedback_hidden(rng):
+    n = int(rng.integers(2, 6))
+    p = list(rng.uniform(0.2, 5.0, n))
+    return [Case((*_skew_in_metric(rng, p, float(rng.uniform(0.01, 3.0))), float(rng.uniform(0.2, 0.9)),
+                  0.1, 0.01))]
 
 
 @hidden("ex-ctr-find-m")
