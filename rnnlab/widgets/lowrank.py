@@ -52,9 +52,9 @@ def spectrum_figure(rank=DEFAULT["rank"], sparsity=DEFAULT["sparsity"], n=DEFAUL
     ax, bx = fig.subplots(1, 2)
     _circle(ax, 1.0, color="0.75", lw=1, label="unit circle")
     if init == "orthogonal" and rank < n:
-        _circle(ax, np.sqrt(rank / n), color="C1", ls="--", lw=1.2, label=r"$\sqrt{r/n}$ (A.6.3)")
+        _circle(ax, np.sqrt(rank / n), color="C1", ls="--", lw=1.2, label=r"$\sqrt{r/n}$ (truncated Haar)")
     if sparsity > 0:
-        _circle(ax, np.sqrt(1 - sparsity), color="C2", ls=":", lw=1.5, label=r"$\sqrt{1-s}$ (A.6.1)")
+        _circle(ax, np.sqrt(1 - sparsity), color="C2", ls=":", lw=1.5, label=r"$\sqrt{1-s}$ (circular law)")
     if init == "orthogonal" and rank < n and sparsity > 0:
         _circle(ax, np.sqrt(rank * (1 - sparsity) / n), color="C3", ls="-.", lw=1.2,
                 label=r"$\sqrt{r(1-s)/n}$ (both)")
