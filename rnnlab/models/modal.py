@@ -139,7 +139,8 @@ def modal_input_weights_naive(lam):
     """``B'_i = λ_i^{n-1} / ∏_{j≠i} (λ_i − λ_j)`` computed as written.
 
     For comparison with :func:`modal_input_weights`: the power and the product
-    over- or underflow once n is a few dozen (in single precision sooner).
+    over- or underflow once n is a few hundred in double precision (sooner in
+    single precision: a few dozen for moduli well below 1).
     """
     lam = torch.as_tensor(lam)
     if not lam.is_complex():
