@@ -139,7 +139,8 @@ def read_page(rel, book):
             if d.name == "admonition" and d.argument == "Summary":
                 ideas += [_rebase_docs(b, rel.split("/")[0]) for b in _bullets(d.body)]
             elif d.name == "figure":
-                figures.append((d.options.get("name"), _first_sentence(d.body)))
+                figures.append((d.options.get("name"),
+                                _rebase_docs(_first_sentence(d.body), rel.split("/")[0])))
     registered = {ex.label: ex for ex in exercises()}
     points = weights([registered[label] for label in titles(path) if label in registered], book=book)
     found = []
