@@ -72,6 +72,9 @@ FIGURES = {
     "memory_read_backward": (memory.read_backward, "book/memory/figures/read_backward.svg"),
     "memory_bptt_backward": (memory.bptt_backward, "book/memory/figures/bptt_backward.svg"),
     "memory_reversal_timing": (memory.reversal_timing, "book/memory/figures/reversal_timing.svg"),
+    "memory_loop": (memory.memory_loop, "book/memory/figures/memory_loop.svg"),
+    "memory_deque_columns": (memory.deque_columns, "book/memory/figures/deque_columns.svg"),
+    "memory_read_intervals": (memory.read_intervals, "book/memory/figures/read_intervals.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

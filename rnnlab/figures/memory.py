@@ -22,7 +22,8 @@ from .drawing import arrow as _arrow, box as _box, canvas as _canvas  # the draw
 __all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWARD_S", "BACKWARD_U",
            "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",
            "READ_D", "READ_GAMMA", "read_backward", "backward_read_example", "example_steps",
-           "example_deque", "stack_intervals", "reversal_controls", "reversal_timing"]
+           "example_deque", "stack_intervals", "reversal_controls", "reversal_timing", "memory_loop",
+           "deque_columns", "READ_EPS", "read_intervals"]
 
 EXAMPLE_D = (0.8, 0.5, 0.9)
 """The push strengths d_1, d_2, d_3 of the worked example of book/memory/01_stack_queue_deque."""
@@ -588,4 +589,120 @@ def reversal_timing():
             _arrow(ax, (x + 0.2, y0), (x + dx - 0.43, 3.15), color=_ORANGE, lw=0.8, rad=0.15)
     ax.text(0.5 + (m + 1) * dx, -0.25, "the step that reads ||| must pop: its read is seen one step "
             "later", ha="center", va="center", fontsize=8, color=_RED)
+    return fig
+
+
+# ------------------------------------------------------------------ 01: the loop and the deque's columns
+
+def memory_loop():
+    """What drives a neural memory: at step t a controller (a recurrent network) reads
+    the input and the memory's last read r_{t-1}, and emits a push strength d_t, a pop
+    strength u_t and a value v_t; the memory pops, pushes and reads; its read r_t goes
+    back to the controller at step t + 1."""
+    fig, ax = _canvas(9, 3.2, (0, 9), (0, 3.2))
+    _box(ax, 0.85, 1.7, 1.3, 0.5, "input xₜ", fc=_GREY_FILL)
+    _box(ax, 2.9, 1.7, 1.9, 1.0, "controller\n(a recurrent network,\ne.g. an LSTM)", ec=_BLUE, fc="#dbe8f5")
+    _arrow(ax, (1.5, 1.7), (1.95, 1.7))
+    _box(ax, 2.9, 0.35, 1.6, 0.42, "output yₜ", fc=_GREY_FILL)
+    _arrow(ax, (2.9, 1.2), (2.9, 0.56))
+    controls = [("push strength dₜ ∈ (0, 1)", 2.35), ("pop strength uₜ ∈ (0, 1)", 1.7),
+                ("value vₜ ∈ ℝᵐ", 1.05)]
+    for text, y in controls:
+        _arrow(ax, (3.85, 1.7 + 0.35 * (y - 1.7) / 0.65), (5.55, y), color=_BLUE)
+        ax.text(4.7, y + (0.1 if y > 1.1 else -0.3), text, ha="center", va="bottom", fontsize=7.8,
+                color=_BLUE)
+    _box(ax, 6.75, 1.7, 2.3, 1.5, "memory (stack)\n1. pop uₜ\n2. push vₜ with dₜ\n3. read rₜ",
+         ec=_ORANGE, fc="#fdf1e4", fontsize=8.3)
+    _arrow(ax, (6.75, 2.45), (2.9, 2.2), color=_ORANGE, rad=0.3)
+    ax.text(4.8, 3.05, "read rₜ ∈ ℝᵐ: into the controller at step t + 1", ha="center", va="center",
+            fontsize=8, color=_ORANGE)
+    ax.text(6.75, 0.55, "values never move;\nonly their strengths change", ha="center", va="center",
+            fontsize=7.5, color=_GREY)
+    return fig
+
+
+def deque_columns():
+    """The deque's worked example in the package's 2T fixed columns (T = 3): column c holds
+    the bottom push of step T - c for c < T and the top push of step c - T + 1 for c >= T, so
+    bottom pushes grow leftwards and top pushes rightwards; each row of the grid is the
+    strengths after one step, grey where a column is not yet written."""
+    steps = example_deque()
+    T = len(steps)
+    names = [f"b{_sub(T - c)}" for c in range(T)] + [f"t{_sub(c + 1)}" for c in range(T)]
+    cw, rh = 0.95, 0.5
+    fig, ax = _canvas(8.2, 3.0, (-1.6, 2 * T * cw + 1.5), (-0.95, T * rh + 1.05))
+    top_y = T * rh + 0.1
+    for c, name in enumerate(names):
+        xc = c * cw + cw / 2
+        color = _GREEN if c < T else _BLUE
+        ax.text(xc, top_y + 0.12, name, ha="center", va="bottom", fontsize=9, color=color)
+        ax.text(xc, top_y + 0.55, f"col {c}", ha="center", va="bottom", fontsize=7, color=_GREY)
+    for k, st in enumerate(steps):
+        y = (T - 1 - k) * rh
+        ax.text(-0.1, y + rh / 2, f"after step {k + 1}", ha="right", va="center", fontsize=8, color=_INK)
+        live = st["after"]                       # bottom first: columns T-1-k .. T+k
+        for c in range(2 * T):
+            x = c * cw
+            i = c - (T - 1 - k)
+            written = 0 <= i < len(live)
+            ax.add_patch(Rectangle((x + 0.04, y + 0.05), cw - 0.08, rh - 0.1, fc="white" if written else
+                                   _GREY_FILL, ec="#cccccc", lw=0.6, zorder=1))
+            if not written:
+                continue
+            s = live[i]
+            if s > 1e-12:
+                ax.add_patch(Rectangle((x + 0.04, y + 0.05), (cw - 0.08) * s, rh - 0.1,
+                                       fc=_GREEN_FILL if c < T else _BLUE_FILL, ec="none", zorder=2))
+            ax.text(x + cw / 2, y + rh / 2, _num(s), ha="center", va="center", fontsize=8, color=_INK,
+                    zorder=3)
+    ax.plot([T * cw, T * cw], [-0.05, top_y + 0.5], color=_INK, lw=1.0)
+    ax.annotate("", xy=(0.1, -0.3), xytext=(T * cw - 0.1, -0.3),
+                arrowprops=dict(arrowstyle="-|>", color=_GREEN, lw=1.0, mutation_scale=9))
+    ax.text(T * cw / 2, -0.62, "bottom pushes: a new column\nto the left each step", ha="center",
+            va="center", fontsize=7.5, color=_GREEN, linespacing=1.15)
+    ax.annotate("", xy=(2 * T * cw - 0.1, -0.3), xytext=(T * cw + 0.1, -0.3),
+                arrowprops=dict(arrowstyle="-|>", color=_BLUE, lw=1.0, mutation_scale=9))
+    ax.text(1.5 * T * cw, -0.62, "top pushes: a new column\nto the right each step", ha="center",
+            va="center", fontsize=7.5, color=_BLUE, linespacing=1.15)
+    ax.text(2 * T * cw + 0.15, T * rh / 2, "top end:\npop and\nread here", ha="left", va="center",
+            fontsize=7.5, color=_INK)
+    ax.text(-1.55, -0.3, "bottom end: pop and\nread at the left", ha="left", va="center", fontsize=7.5,
+            color=_INK)
+    return fig
+
+
+# ------------------------------------------------------------------ 02: the read's gradient as intervals
+
+READ_EPS = 0.05
+"""The small strength added to one row in :func:`read_intervals`."""
+
+
+def read_intervals():
+    """The read example of 02_backward_dynamics laid end to end from the top, as in
+    :func:`stack_intervals`: as it is, with READ_EPS more strength on the top row (every
+    stretch below slides down and the row where the read runs out loses READ_EPS of weight),
+    and with READ_EPS more on the row where the read runs out (its stretch grows below
+    depth 1: no weight changes)."""
+    e = backward_read_example()
+    s = list(e["s"])
+    names = [f"row {i}" for i in range(1, len(s) + 1)]
+    cases = [("as it is", s), (f"+{_num(READ_EPS)} on row 4 (above)", s[:3] + [s[3] + READ_EPS]),
+             (f"+{_num(READ_EPS)} on row 1 (where\nthe read runs out)", [s[0] + READ_EPS] + s[1:])]
+    group, scale = 3.0, 1.9
+    fig, ax = _canvas(9, 3.6, (-0.5, 3 * group - 0.3), (-3.0, 0.75))
+    for k, (title, strengths) in enumerate(cases):
+        x0 = k * group + 0.55
+        ax.text(x0 + 0.6, 0.62, title, ha="center", va="top", fontsize=8.5, color=_INK, fontweight="bold",
+                linespacing=1.15)
+        _intervals(ax, x0, strengths, names, (0.0, 1.0), w=0.75, scale=scale, label="read:\ndepth\n0 to 1")
+        ss = np.array(strengths)
+        ahead = np.cumsum(ss[::-1])[::-1] - ss
+        w = np.minimum(ss, np.maximum(1 - ahead, 0))
+        text = "\n".join(f"w{_sub(i)} = {_num(x)}" for i, x in reversed(list(enumerate(w, 1))) if ss[i - 1] > 0)
+        ax.text(x0 + 0.35, -2.55, text, ha="center", va="center", fontsize=7.5, color=_ORANGE,
+                linespacing=1.15)
+        ax.plot([x0 - 0.4, x0 + 1.9], [-scale, -scale], color=_RED, lw=0.8, ls=(0, (3, 2)))
+        if k:
+            ax.plot([x0 - 0.5, x0 - 0.5], [-2.95, 0.65], color="#dddddd", lw=0.8)
+    ax.text(-0.45, -scale + 0.04, "depth 1", ha="left", va="bottom", fontsize=7, color=_RED)
     return fig
