@@ -10,7 +10,9 @@ of ``modal_input_weights``. ``paper_lds`` draws the copying-memory model of
 ``03_copy_memory`` with the sizes of ``rnnlab.experiments.copy_memory.paper_lds``;
 ``ldstack_staircase`` the layers and steps of an LDStack of depth
 :data:`STAIRCASE_DEPTH` and the corrections that the exactness proof of
-``02_ldstack`` walks along.
+``02_ldstack`` walks along; ``ldstack_schedules`` the two orders in which
+the cells of that grid can be computed (layer by layer with scans, or all
+layers together, one step at a time, as the package's ``LDStack`` does).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from matplotlib.patches import Circle, Rectangle
 from .drawing import arrow as _arrow, box as _box, canvas as _canvas, num as _num
 
 __all__ = ["EXAMPLE_EIGENVALUES", "STAIRCASE_DEPTH", "example_coefficients", "companion_modal",
-           "paper_lds", "ldstack_staircase"]
+           "paper_lds", "ldstack_staircase", "ldstack_schedules"]
 
 EXAMPLE_EIGENVALUES = (0.9 * cmath.exp(0.5j), 0.7 * cmath.exp(2j),
                        0.9 * cmath.exp(-0.5j), 0.7 * cmath.exp(-2j))
@@ -201,4 +203,48 @@ def ldstack_staircase(depth=STAIRCASE_DEPTH):
         ax.text(t, 0.35, f"t = {t}", ha="center", fontsize=8.5)
     ax.text(-1.4, depth + 0.75, "shaded: layer k equals the RNN on steps t ≤ k", fontsize=9,
             color=_GREEN)
+    return fig
+
+
+def ldstack_schedules(depth=4, steps=8):
+    """Two schedules for the layers × steps grid of an LDStack, as a matplotlib Figure.
+
+    Each cell (layer k, step t) holds the wave in which it is computed; cells of
+    one wave are computed at the same time. Left: layer by layer, wave k is one
+    linear scan over all ``steps`` (about log₂ T rounds each). Right: one pass
+    over time, as :class:`rnnlab.models.LDStack` runs it: wave t advances every
+    layer by one step (layer k at step t needs layers k and k − 1 at step t − 1).
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 3.1))
+    axes = fig.subplots(1, 2)
+    rounds = math.ceil(math.log2(steps))
+    panels = (
+        (np.repeat(np.arange(1, depth + 1)[:, None], steps, 1),
+         f"layer by layer: {depth} scans, one after another\n"
+         f"wave k = layer k, a scan of about log₂T = {rounds} rounds"),
+        (np.repeat(np.arange(1, steps + 1)[None, :], depth, 0),
+         f"one pass (the package's LDStack): {steps} waves\n"
+         f"wave t = step t, all {depth} layers advance together"),
+    )
+    for ax, (wave, title) in zip(axes, panels):
+        ax.imshow(wave, origin="lower", cmap="Blues", vmin=0, vmax=wave.max() * 1.6,
+                  extent=(0.5, steps + 0.5, 0.5, depth + 0.5), aspect="auto")
+        for k in range(depth):
+            for t in range(steps):
+                ax.text(t + 1, k + 1, str(wave[k, t]), ha="center", va="center",
+                        fontsize=9, color=_INK)
+        ax.set_xticks(range(1, steps + 1))
+        ax.set_yticks(range(1, depth + 1))
+        ax.set_xlabel("step t")
+        ax.set_ylabel("layer k")
+        ax.set_title(title, fontsize=9.5)
+        ax.grid(False)
+        for v in np.arange(0.5, steps + 1):
+            ax.axvline(v, color="white", lw=1.5)
+        for v in np.arange(0.5, depth + 1):
+            ax.axhline(v, color="white", lw=1.5)
+    fig.suptitle("the number in a cell: the wave in which it is computed", fontsize=10)
+    fig.tight_layout()
     return fig
