@@ -4,7 +4,8 @@ Each one is drawn from the worked example of its page, with the package's own
 numerics (:mod:`rnnlab.theory`):
 
 * :func:`slope_box` (``01_contraction_in_one_page``): the rate ``lambda(D)`` of
-  the two-unit example ``W = [[0, -0.2], [4, 0]]`` in Theorem 1's metric, over
+  the two-unit example ``W = [[0, -0.2], [4, 0]]`` in the page's hand-derived
+  metric ``diag(1, 0.05)``, over
   the box of slopes ``[0, 1]^2``: concave, so its minimum is at a corner;
 * :func:`theorem7_ellipses` (``03_counterexamples``): the diagonal metrics that
   work for each of Theorem 7's two slope patterns, as ellipses, below and
@@ -27,12 +28,14 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
-__all__ = ["SLOPE_W", "CHAIN_WEIGHT", "CHAIN_LINKS", "EULER_ALPHA",
+__all__ = ["SLOPE_W", "SLOPE_METRIC", "CHAIN_WEIGHT", "CHAIN_LINKS", "EULER_ALPHA",
            "slope_box", "theorem7_ellipses", "combo_net_blocks", "euler_circle", "metric_chain",
            "certificate_levels"]
 
 SLOPE_W = ((0.0, -0.2), (4.0, 0.0))
 """The two-unit example of ``01_contraction_in_one_page``."""
+SLOPE_METRIC = (1.0, 0.05)
+"""The diagonal of the metric that ``01_contraction_in_one_page`` derives by hand for ``SLOPE_W``."""
 CHAIN_WEIGHT = 6.0
 """The weight of every link of the chain of ``04_networks_of_networks``."""
 CHAIN_LINKS = 3
@@ -63,14 +66,15 @@ def slope_box(n_grid=81):
     """The rate in the metric over the slope box, with its four corners."""
     th = _theory()
     W = np.array(SLOPE_W)
-    P = th.certify_theorem1(W).metric
+    P = np.diag(SLOPE_METRIC)
     d = np.linspace(0.0, 1.0, n_grid)
     D1, D2 = np.meshgrid(d, d, indexing="xy")
     slopes = np.stack([D1.ravel(), D2.ravel()], axis=1)
     rate = np.array([th.rate_in_metric(W, P, slopes=s[None])[0] for s in slopes]).reshape(D1.shape)
     corners = [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
     corner_rate = {c: th.rate_in_metric(W, P, slopes=np.array([c]))[0] for c in corners}
-    worst = min(corner_rate, key=corner_rate.get)
+    low = min(corner_rate.values())
+    worst = {c for c, r in corner_rate.items() if r < low + 1e-9}  # ties: every lowest corner is red
 
     fig = Figure(figsize=(8.4, 3.6))
     ax, ax2 = fig.add_axes((0.07, 0.15, 0.38, 0.75)), fig.add_axes((0.6, 0.15, 0.37, 0.75))
@@ -78,13 +82,13 @@ def slope_box(n_grid=81):
                      interpolation="nearest")
     ax.contour(D1, D2, rate, levels=8, colors="white", linewidths=0.5)
     cb = fig.colorbar(mesh, ax=ax, fraction=0.05, pad=0.03)
-    cb.set_label("rate λ(D) in the metric P", fontsize=8)
+    cb.set_label("rate λ(D) in the metric M₀ = diag(1, 0.05)", fontsize=8)
     for c, r in corner_rate.items():
-        mark = dict(color=_RED, s=60, zorder=4) if c == worst else dict(color=_INK, s=25, zorder=4)
+        mark = dict(color=_RED, s=60, zorder=4) if c in worst else dict(color=_INK, s=25, zorder=4)
         ax.scatter(*c, **mark)
         ax.annotate(f"λ = {_num(r)}", c, xytext=(8 if c[0] == 0 else -8, 8 if c[1] == 0 else -14),
                     textcoords="offset points", ha="left" if c[0] == 0 else "right", fontsize=8,
-                    color=_RED if c == worst else _INK, zorder=5,
+                    color=_RED if c in worst else _INK, zorder=5,
                     bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.85))
     ax.plot([0, 1], [1, 0], color=_ORANGE, lw=1.5, ls="--")
     ax.set_xlabel("slope of unit 1, D₁₁")
@@ -95,7 +99,8 @@ def slope_box(n_grid=81):
     s = np.linspace(0.0, 1.0, 101)
     along = [th.rate_in_metric(W, P, slopes=np.array([[t, 1.0 - t]]))[0] for t in s]
     ax2.plot(s, along, color=_ORANGE, lw=2)
-    ax2.scatter([0.0, 1.0], [along[0], along[-1]], color=[_INK, _RED], zorder=3)
+    ax2.scatter([0.0, 1.0], [along[0], along[-1]],
+                color=[_RED if c in worst else _INK for c in [(0.0, 1.0), (1.0, 0.0)]], zorder=3)
     ax2.set_xlabel("t on the dashed segment, D = diag(t, 1 − t)")
     ax2.set_ylabel("rate λ(D)")
     ax2.set_title("concave along every segment: lowest at an end", fontsize=9)
