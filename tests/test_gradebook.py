@@ -91,3 +91,49 @@ def test_a_file_that_is_not_the_graders_is_refused(tmp_path):
     bad.write_text("name,score\na,1\n")
     with pytest.raises(ValueError, match="is not a CSV of python -m rnnlab grade"):
         gradebook.read_grades(bad)
+
+
+def _answers(path, rows):
+    """An answers.csv as python -m rnnlab grade writes it (folder.answers_table), with
+    the teacher's points filled in: ``rows`` are (exercise, student, points)."""
+    from rnnlab.checks.grade.folder import answers_table
+
+    said = [(label, "lds/01", student, "the statement", "an answer") for label, student, _ in rows]
+    lines = answers_table(said).splitlines()
+    body = list(csv.reader(io.StringIO("\n".join(lines))))
+    marks = {(label, student): points for label, student, points in rows}
+    header = body[0]
+    for row in body[1:]:
+        student = row[2][1:] if row[2].startswith("'=") else row[2]
+        row[header.index("points")] = marks[(row[0], student)]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(body)
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_answers_in_words_are_added_to_the_grade(tmp_path):
+    answers = _answers(tmp_path / "answers.csv", [("ex-w1", "alice", "2"), ("ex-w2", "alice", "1.5"),
+                                                   ("ex-w1", "bob", "0"), ("ex-w1", "=2+5", "1")])
+    assert gradebook.main([str(_grades(tmp_path / "g.csv")), "--lms", "moodle", "--column", "Lab 2",
+                           "--answers", str(answers), "--answers-max", "5",
+                           "--out", str(tmp_path / "m.csv")]) == 0
+    rows = {r[0]: r for r in _read((tmp_path / "m.csv").read_text())[1:]}
+    assert rows["alice"][1] == "6.5" and "6.5 of 8 points" in rows["alice"][2]   # 3 checked + 3.5 written
+    assert rows["bob"][1] == "1" and rows["dan"][1] == "2"                      # dan wrote nothing: + 0
+    assert rows["'=2+5"][1] == "1"                                              # the formula guard undone
+
+
+@pytest.mark.parametrize("marks, extra, message", [
+    ([("ex-w1", "alice", "")], ["--answers-max", "3"], "have no points yet, first line 2 (ex-w1, alice)"),
+    ([("ex-w1", "alice", "two")], ["--answers-max", "3"], "points 'two' is not a number"),
+    ([("ex-w1", "alice", "4")], ["--answers-max", "3"], "more than --answers-max 3"),
+    ([("ex-w1", "alice", "1")], [], "--answers and --answers-max go together"),
+])
+def test_unmarked_or_bad_answers_are_refused(tmp_path, capsys, marks, extra, message):
+    answers = _answers(tmp_path / "answers.csv", marks)
+    with pytest.raises(SystemExit):
+        gradebook.main([str(_grades(tmp_path / "g.csv")), "--lms", "moodle", "--column", "x",
+                        "--answers", str(answers), *extra, "--out", str(tmp_path / "o.csv")])
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o.csv").exists()

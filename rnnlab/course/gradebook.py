@@ -11,6 +11,10 @@
   identifier column (``--id-header``, default ``Email address``, one of Moodle's choices
   to match users on), the grade column and a feedback column for it.
 
+With ``--answers answers.csv --answers-max M`` the points a teacher wrote into the grader's
+``answers.csv`` (the answers in words) are added to each student's points, and ``M`` to the
+maximum; an answer left unmarked is an error, never a silent 0.
+
 The grader names a student by the submissions folder; ``--roster`` maps those names to the
 platform's identifiers (a CSV with the columns ``student`` and ``id``); without it the
 folder names are the identifiers. Students of the grades without an identifier, and
@@ -51,6 +55,57 @@ def read_grades(path):
         rows[name] = (float(row["points"]), int(row["score"]), int(row["total"]))
         top = float(row["max_points"])
     return rows, top
+
+
+def read_answers(path):
+    """``{student: points}``: the points a teacher wrote into the ``points`` column of the
+    ``answers.csv`` that ``python -m rnnlab grade`` wrote (one row per exercise and student),
+    summed per student. Every row must be marked (0 for an answer worth nothing): a row left
+    empty is an error, never a silent 0."""
+    from ..checks.grade.folder import FORMULA
+
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        if not reader.fieldnames or not {"exercise", "student", "points"} <= set(reader.fieldnames):
+            raise ValueError(f"answers: {path} is not the answers.csv of python -m rnnlab grade (it needs "
+                             "the columns exercise, student and points)")
+        totals, unmarked = {}, []
+        for n, row in enumerate(reader, 2):
+            name = row["student"] or ""
+            if name.startswith("'") and name[1:].startswith(FORMULA):   # the grader's guard against formulas
+                name = name[1:]
+            text = (row["points"] or "").strip()
+            if not text:
+                unmarked.append(f"line {n} ({row['exercise']}, {name})")
+                continue
+            try:
+                points = float(text)
+            except ValueError:
+                raise ValueError(f"answers: {path}, line {n}: points {text!r} is not a number") from None
+            if points < 0 or points != points or points == float("inf"):
+                raise ValueError(f"answers: {path}, line {n}: points {text!r} must be a number >= 0")
+            totals[name] = totals.get(name, 0.0) + points
+    if unmarked:
+        raise ValueError(f"answers: {len(unmarked)} answer(s) in {path} have no points yet, first "
+                         f"{unmarked[0]}: write the points of each (0 for none), or leave --answers out")
+    return totals
+
+
+def add_answers(grades, top, written, written_max):
+    """``(grades, top, problems)`` with each student's points for answers in words added
+    (``written``, from :func:`read_answers`) and ``written_max`` added to the maximum."""
+    if not written_max > 0:
+        raise ValueError(f"answers-max: {written_max} must be > 0: the most points the answers in words "
+                         "can give together")
+    problems = []
+    for student, points in written.items():
+        if points > written_max:
+            raise ValueError(f"answers: {student} has {_number(points)} points for answers in words, more "
+                             f"than --answers-max {_number(written_max)}")
+        if student not in grades:
+            problems.append(f"{student}: answers in words marked, but not in the grades (left out)")
+    out = {s: (p + written.get(s, 0.0), passed, total) for s, (p, passed, total) in grades.items()}
+    return out, top + written_max, problems
 
 
 def read_roster(path):
@@ -146,9 +201,20 @@ def main(argv=None):
                         help="canvas: the export's column the roster's ids are (default: SIS Login ID)")
     parser.add_argument("--id-header", default="Email address",
                         help="moodle: the identifier column's header (default: Email address)")
+    parser.add_argument("--answers", type=Path,
+                        help="the answers.csv of the same grading, with the points column filled in: "
+                             "each student's points for answers in words are added to the grade")
+    parser.add_argument("--answers-max", type=float,
+                        help="with --answers: the most points the answers in words give together")
     args = parser.parse_args(argv)
+    if (args.answers is None) != (args.answers_max is None):
+        parser.error("--answers and --answers-max go together: the marked answers.csv and the most "
+                     "points its answers in words give")
+    extra = []
     try:
         grades, top = read_grades(args.grades)
+        if args.answers is not None:
+            grades, top, extra = add_answers(grades, top, read_answers(args.answers), args.answers_max)
         roster = read_roster(args.roster) if args.roster else None
         if roster is not None:
             missing = sorted(set(grades) - set(roster))
@@ -164,7 +230,7 @@ def main(argv=None):
             text, problems = moodle(grades_known, top, args.column, args.id_header, roster)
     except (OSError, ValueError) as exc:
         parser.error(str(exc))
-    problems = [f"{s}: graded, but not in the roster (left out)" for s in missing] + problems
+    problems = [f"{s}: graded, but not in the roster (left out)" for s in missing] + extra + problems
     atomic_write_text(args.out, text)
     print(f"wrote {args.out}: {len(grades_known)} graded students for {args.lms} ({args.column!r}, "
           f"out of {_number(top)} points)")
