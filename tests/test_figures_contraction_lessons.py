@@ -32,3 +32,20 @@ def test_the_symmetric_matrix_with_a_strong_negative_self_weight_is_theorem_2s_o
     layout = {name: (hits, xy) for name, hits, xy, _ in cl.venn_layout()}
     hits, xy = layout["symmetric [[−9, 2.5], [2.5, 0]]"]
     assert hits == {2} and cl.in_circles(xy) == {2}
+
+
+def test_the_flowchart_routes_each_example_to_the_first_theorem_that_holds():
+    # Theorems 1 and 2 decided here from their conditions; 3 and 5 by the package's LMIs.
+    for name, rows in cl.FLOW_EXAMPLES.items():
+        W = np.array(rows, dtype=float)
+        hits = _certifying(W)
+        if np.allclose(W, W.T):
+            expected = 2 if 2 in hits else 0
+        elif 1 in hits:
+            expected = 1
+        elif th.certify_theorem3(W).holds:
+            expected = 3
+        else:
+            expected = 5 if 5 in hits else 0
+        assert cl.flowchart_route(W) == expected, name
+    assert {cl.flowchart_route(rows) for rows in cl.FLOW_EXAMPLES.values()} == {0, 1, 2, 3, 5}

@@ -21,7 +21,8 @@ from matplotlib.patches import Ellipse
 from .contraction import _SUP, SLOPE_W, _num
 
 __all__ = ["DERIVED_METRIC", "VENN_MATRICES", "VENN_CIRCLES", "THEOREM4_W", "metric_ellipse",
-           "theorem_venn", "venn_layout", "in_circles", "theorem4_rescaling"]
+           "theorem_venn", "venn_layout", "in_circles", "theorem4_rescaling", "FLOW_EXAMPLES",
+           "flowchart_route", "theorem_flowchart"]
 
 DERIVED_METRIC = (1.0, 0.05)
 """The diagonal metric ``diag(1, p)`` that ``01_contraction_in_one_page``
@@ -218,4 +219,102 @@ def theorem4_rescaling():
     fig.text(0.5, 0.5, "rescale\nunit i by εⁱ\n⟶", ha="center", va="center", fontsize=9, color=_INK)
     fig.text(0.5, 0.94, "the diagonal (the self-weights) is unchanged; every forward weight shrinks by "
              "a power of ε, until the leak beats what is left", ha="center", fontsize=8.5)
+    return fig
+
+
+FLOW_EXAMPLES = {
+    "the chain": VENN_MATRICES["chain"],
+    "self-inhibition [[−2, 0.8], [0.9, 0]]": VENN_MATRICES["self-inhibition"],
+    "the triangular W of Theorem 4": THEOREM4_W,
+    "the loop [[0, 3], [0.1, 0]]": ((0.0, 3.0), (0.1, 0.0)),
+    "[[−9, 2.5], [2.5, 0]]": VENN_MATRICES["symmetric [[−9, 2.5], [2.5, 0]]"],
+    "symmetric, λmax = 2": VENN_MATRICES["symmetric, λmax = 2"],
+    "inhibitory pool [[−2, −0.75], [−3, −2]]": ((-2.0, -0.75), (-3.0, -2.0)),
+    "0.9 × rotation by 45°": VENN_MATRICES["0.9 × rotation by 45°"],
+    "rotation c = 3": VENN_MATRICES["rotation c = 3"],
+}
+"""Example matrices of ``02_six_theorems`` routed by :func:`theorem_flowchart` (``g = 1``); the
+inhibitory pool is ``-P1 Q P2`` with ``Q = [[2, 1.5], [1.5, 2]]``, ``P1 = diag(1, 2)``,
+``P2 = diag(1, 0.5)``."""
+
+
+def flowchart_route(W, g=1.0):
+    """The leaf of :func:`theorem_flowchart` that ``W`` reaches: 2, 1, 3, 5, or 0 (none of them).
+
+    The questions in order: symmetric (then Theorem 2 or nothing: for a symmetric W with
+    g lambda_max >= 1 none of Theorems 1, 3, 5 holds either), Theorem 1's eigenvalue,
+    Theorem 3's LMI, Theorem 5's LMI; each decided by the package's certificate.
+    """
+    import rnnlab.theory as th  # imported late: the figures registry stays cheap to import
+
+    W = np.asarray(W, dtype=float)
+    if np.allclose(W, W.T):
+        return 2 if th.certify_theorem2(W, g=g).holds else 0
+    if th.certify_theorem1(W, g=g).holds:
+        return 1
+    if th.certify_theorem3(W).holds:  # Theorem 3 holds for every g
+        return 3
+    return 5 if th.certify_theorem5(W, g=g).holds else 0
+
+
+def _wrapped(names, width=60):
+    lines, line = [], "examples: "
+    for k, name in enumerate(names):
+        piece = name + ("; " if k + 1 < len(names) else "")
+        if len(line) + len(piece) > width and line.strip():
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    return "\n".join(lines + [line.rstrip()])
+
+
+def theorem_flowchart():
+    """Which theorem to try first, from the structure of W; the page's examples at the leaf they reach."""
+    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
+
+    leaves = {}
+    for name, rows in FLOW_EXAMPLES.items():
+        leaves.setdefault(flowchart_route(rows), []).append(name)
+    questions = [
+        (2, "is W symmetric?", "Theorem 2 if g λmax(W) < 1: one eigenvalue\n(if not, none of Theorems 1, 3, 5 holds)"),
+        (1, "is g|W| − I Hurwitz?\n(|W|, negative self-weights set to 0)",
+         "Theorem 1: a diagonal metric\none eigenvalue (Theorem 4: its triangular case)"),
+        (3, "is W T symmetric negative definite\nfor a positive diagonal T? (inhibition)",
+         "Theorem 3: rate 1\nan LMI in T"),
+        (5, "is g ‖P½ W P⁻½‖ < 1 for a positive\ndiagonal P? (signs that cancel)",
+         "Theorem 5: a diagonal metric\nan LMI in P"),
+    ]
+    fig = Figure(figsize=(9.6, 6.4))
+    ax = fig.add_axes((0.0, 0.0, 1.0, 0.94))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.9, 9.2)
+    ax.axis("off")
+
+    def box(x, y, w, h, text, colour, fill, size=8.5):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.08",
+                                    fc=fill, ec=colour, lw=1.2))
+        ax.text(x, y, text, ha="center", va="center", fontsize=size, color=_INK)
+
+    def arrow(a, b, label=None, at=None):
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=10, color=_INK, lw=1.0))
+        if label:
+            ax.text(*at, label, fontsize=8, color=_INK, ha="left", va="center")
+
+    box(2.3, 8.7, 3.8, 0.55, "W (n × n), slopes 0 ≤ φ′ ≤ g", _INK, "white")
+    ys = [7.4, 5.6, 3.8, 2.0]
+    arrow((2.3, 8.42), (2.3, ys[0] + 0.5))
+    for k, ((theorem, question, leaf), y) in enumerate(zip(questions, ys)):
+        box(2.3, y, 4.2, 0.95, question, _BLUE, "#dbe8f5")
+        examples = leaves.get(theorem, [])
+        text = leaf + ("\n" + _wrapped(examples) if examples else "")
+        box(7.35, y, 4.9, 1.4, text, _GREEN, "#e2f2e2", size=7.8)
+        arrow((4.45, y), (4.85, y), "yes", (4.5, y + 0.18))
+        nxt = ys[k + 1] + 0.5 if k + 1 < len(ys) else 0.75
+        arrow((2.3, y - 0.5), (2.3, nxt), "no", (2.4, y - 0.75))
+    none = leaves.get(0, [])
+    box(4.6, 0.25, 8.6, 1.0,
+        "no theorem on W alone: search a constant metric (an SDP), or use Theorem 6 along one trajectory"
+        + ("\n" + _wrapped(none, width=90) if none else ""), _RED, "#fbe3e3", size=8)
+    fig.text(0.5, 0.965, "which theorem to try first: cheap eigenvalue tests before LMIs (g = 1 for the examples)",
+             ha="center", fontsize=9)
     return fig
