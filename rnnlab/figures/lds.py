@@ -12,7 +12,8 @@ of ``modal_input_weights``. ``paper_lds`` draws the copying-memory model of
 :data:`STAIRCASE_DEPTH` and the corrections that the exactness proof of
 ``02_ldstack`` walks along; ``ldstack_schedules`` the two orders in which
 the cells of that grid can be computed (layer by layer with scans, or all
-layers together, one step at a time, as the package's ``LDStack`` does).
+layers together, one step at a time, as the package's ``LDStack`` does);
+``conjugate_phasors`` why a conjugate pair of modes adds up to ``2 Re``.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from matplotlib.patches import Circle, Rectangle
 from .drawing import arrow as _arrow, box as _box, canvas as _canvas, num as _num
 
 __all__ = ["EXAMPLE_EIGENVALUES", "STAIRCASE_DEPTH", "example_coefficients", "companion_modal",
-           "paper_lds", "ldstack_staircase", "ldstack_schedules"]
+           "paper_lds", "ldstack_staircase", "ldstack_schedules", "conjugate_phasors"]
 
 EXAMPLE_EIGENVALUES = (0.9 * cmath.exp(0.5j), 0.7 * cmath.exp(2j),
                        0.9 * cmath.exp(-0.5j), 0.7 * cmath.exp(-2j))
@@ -246,5 +247,53 @@ def ldstack_schedules(depth=4, steps=8):
         for v in np.arange(0.5, depth + 1):
             ax.axhline(v, color="white", lw=1.5)
     fig.suptitle("the number in a cell: the wave in which it is computed", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def conjugate_phasors(lam=0.9 * cmath.exp(0.5j), weight=1.0, step=2, steps=25):
+    """A conjugate pair of modes and its real sum, as a matplotlib Figure.
+
+    Left: in the complex plane, the contribution ``w = weight · lam**step`` of one
+    mode, its conjugate (the other mode of the pair) and their sum ``2 Re(w)``,
+    which lies on the real axis. Right: that sum ``2 Re(weight · lam**t)`` for
+    ``t = 0 .. steps - 1`` (the pair's impulse response), with the envelope
+    ``±2 |weight| |lam|**t``.
+    """
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 3.6))
+    ax, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.5])
+    w = complex(weight * lam ** step)
+    total = 2 * w.real
+    for z, color, label in ((w, _BLUE, f"w = C'λ^{step}, one mode"),
+                            (w.conjugate(), _ORANGE, "its conjugate, the other mode")):
+        ax.annotate("", xy=(z.real, z.imag), xytext=(0, 0),
+                    arrowprops=dict(arrowstyle="-|>", color=color, lw=1.8))
+        ax.plot([], [], color=color, lw=1.8, label=label)
+    # the parallelogram: w + conj(w) = 2 Re(w), on the real axis
+    for a, b in ((w, total), (w.conjugate(), total)):
+        ax.plot([a.real, b.real], [a.imag, 0], ls=":", color=_GREY, lw=1)
+    ax.annotate("", xy=(total, 0), xytext=(0, 0),
+                arrowprops=dict(arrowstyle="-|>", color=_GREEN, lw=2.4))
+    ax.plot([], [], color=_GREEN, lw=2.4, label=f"sum = 2 Re(w) = {total:.2f}")
+    r = abs(w)
+    lim = max(1.15 * max(r, abs(total)), 0.5)
+    ax.add_patch(Circle((0, 0), r, fill=False, ls="--", color=_GREY, lw=0.8))
+    ax.axhline(0, color=_INK, lw=0.6)
+    ax.axvline(0, color=_INK, lw=0.6)
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="Re", ylabel="Im",
+           title=f"step {step}: the imaginary parts cancel")
+    ax.legend(fontsize=7.5, loc="upper left")
+    t = np.arange(steps)
+    response = 2 * (weight * lam ** t).real
+    envelope = 2 * abs(weight) * abs(lam) ** t
+    ax2.plot(t, envelope, color=_GREY, ls="--", lw=1, label="±2|C'| |λ|^t")
+    ax2.plot(t, -envelope, color=_GREY, ls="--", lw=1)
+    ax2.stem(t, response, linefmt=_GREEN, markerfmt="o", basefmt=" ", label="2 Re(C'λ^t)")
+    ax2.plot([step], [total], "o", ms=10, mfc="none", mec=_INK)
+    ax2.set(xlabel="steps t since the input", ylabel="output of the pair",
+            title=f"the pair's output, λ = {abs(lam):.1f} e^({cmath.phase(lam):.1f} i)")
+    ax2.legend(fontsize=7.5)
     fig.tight_layout()
     return fig
