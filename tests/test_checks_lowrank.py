@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -24,7 +24,11 @@ def _fails(label, candidate, *words):
 def test_a_gru_weight_grad_that_gives_the_candidate_h_prev_fails():
     def h_everywhere(g_pre, r, h_prev):
         return torch.einsum("btgi,btj->gij", g_pre, h_prev)
-    _fails("ex-lr-gru-weight-grad", h_everywhere, "case 1 of 4", "r_t * h_{t-1}")
+    _fails("ex-lr-gru-weight-grad", h_everywhere, "case 1 of 4", "q_t * h_{t-1}")
+
+
+def test_an_equal_cost_sparsity_that_counts_one_factor_fails():
+    _fails("ex-lr-equal-cost", lambda n, r: 1 - r / n, "case 1 of 5", "2nr")
 
 
 def test_a_gru_weight_grad_with_the_outer_product_transposed_fails():

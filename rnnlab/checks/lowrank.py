@@ -25,6 +25,20 @@ def _randn(*shape, seed):
 
 # ----------------------------------------------------------------- 01: cells
 
+def _equal_cost_reference(n, r):
+    return 1 - 2 * r / n
+
+
+exercise(
+    "ex-lr-equal-cost", notebook=NB1, name="equal_cost_sparsity", signature="equal_cost_sparsity(n, r)",
+    reference=_equal_cost_reference, difficulty=1,
+    cases=lambda: [Case((64, 16), show="n = 64, r = 16"), Case((64, 1), show="n = 64, r = 1"),
+                   Case((64, 27), show="n = 64, r = 27"), Case((128, 32), show="n = 128, r = 32"),
+                   Case((10, 5), show="r = n / 2: the factors cost a dense matrix, s = 0")],
+    hint="Rank r stores the two factors, n x r and r x n: 2nr numbers. A mask of sparsity s keeps "
+         "(1 - s) n^2 entries on average. Set the two equal and solve for s.")
+
+
 def _lstm_step_reference(pre, W, h, c):
     from rnnlab.kernels import cells_torch
 
@@ -74,9 +88,9 @@ def _gru_weight_grad_cases():
                                                       dtype=torch.float64), _randn(2, 3, 4, seed=22)),
              show="B = 2, T = 3, n = 4, random"),
         Case((_randn(1, 2, 3, 3, seed=23), ones, _randn(1, 2, 3, seed=24)),
-             show="reset gate open (r = 1): every gate sees h_{t-1}"),
+             show="reset gate open (q = 1): every gate sees h_{t-1}"),
         Case((_randn(2, 1, 3, 3, seed=25), zeros, _randn(2, 1, 3, seed=26)),
-             show="reset gate shut (r = 0): the candidate's matrix gets no gradient"),
+             show="reset gate shut (q = 0): the candidate's matrix gets no gradient"),
         Case((_randn(3, 5, 3, 1, seed=27), torch.rand(3, 5, 1, generator=torch.Generator().manual_seed(28),
                                                       dtype=torch.float64), _randn(3, 5, 1, seed=29)),
              show="one unit, T = 5"),
@@ -84,11 +98,11 @@ def _gru_weight_grad_cases():
 
 
 exercise(
-    "ex-lr-gru-weight-grad", notebook=NB1, name="gru_weight_grad", signature="gru_weight_grad(g_pre, r, h_prev)",
+    "ex-lr-gru-weight-grad", notebook=NB1, name="gru_weight_grad", signature="gru_weight_grad(g_pre, q, h_prev)",
     reference=_gru_weight_grad_reference, cases=_gru_weight_grad_cases, difficulty=1,
-    hint="dL/dW_g is the sum over batch and time of the outer product of delta pre_g with the vector W_g "
-         "multiplies: h_{t-1} for r and z, but r_t * h_{t-1} for the candidate n.",
-    hints=("Stack the three vectors u_g (B, T, 3, n) and contract: einsum('btgi,btgj->gij', g_pre, u).",))
+    hint="dL/dW_k is the sum over batch and time of the outer product of delta pre_k with the vector W_k "
+         "multiplies: h_{t-1} for q and z, but q_t * h_{t-1} for the candidate.",
+    hints=("Stack the three vectors v_k (B, T, 3, n) and contract: einsum('btki,btkj->kij', g_pre, v).",))
 
 
 # ----------------------------------------------------------------- 02: spectra
@@ -331,6 +345,11 @@ def _normal(rng, *shape):
     import torch
 
     return torch.from_numpy(rng.normal(size=shape))
+
+
+@hidden("ex-lr-equal-cost")
+def _equal_cost_hidden(rng):
+    return [Case((int(n), int(r))) for n, r in ((96, 7), (256, 40), (30, 15))]
 
 
 @hidden("ex-lr-lstm-step")

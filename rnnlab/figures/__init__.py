@@ -31,6 +31,7 @@ from . import contraction_lessons  # ctr/01's on-ramp ellipse, ctr/02's Venn dia
 from . import combo_training  # the Euler spiral of book/contraction/05_training_combo_nets
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
+from . import lowrank_cells  # the LSTM and GRU steps and one GRU step backward of book/lowrank/01_cells
 from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/03_copy_memory
 from . import performance  # the roofline of book/lds/04_speed, the Performance page
 
@@ -56,6 +57,8 @@ FIGURES = {
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_subspaces": (lowrank.masked_subspaces, "book/lowrank/figures/masked_subspaces.svg"),
     "lowrank_cfc": (lowrank.cfc_heads, "book/lowrank/figures/cfc_heads.svg"),
+    "lowrank_lstm_gru": (lowrank_cells.lstm_gru_cells, "book/lowrank/figures/lstm_gru_cells.svg"),
+    "lowrank_gru_backward": (lowrank_cells.gru_backward, "book/lowrank/figures/gru_backward.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
     "lowrank_pipeline": (lowrank.imitation_pipeline, "book/lowrank/figures/imitation_pipeline.svg"),
     "lds_companion_modal": (lds_figures.companion_modal, "book/lds/figures/companion_modal.svg"),
