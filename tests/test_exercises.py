@@ -657,6 +657,7 @@ INDEPENDENT = {
     "ex-scans-flip": lambda a, b, h0=None: _scan_loop(a, b, h0, reverse=True),
     "ex-scans-shared": _shared_grad,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
+    "ex-lr-equal-cost": lambda n, r: (n * n - 2 * n * r) / (n * n),  # (1 - s) n^2 = 2nr
     "ex-lr-lstm-step": _lstm_cell_step,
     "ex-lr-gru-weight-grad": _gru_weight_grad,
     "ex-lr-cfc-jacobian": _cfc_step_jacobian,
