@@ -15,7 +15,7 @@ from rnnlab.checks import evaluate, exercises, get
 
 LABELS = ["ex-ctr-balance", "ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
           "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m",
-          "ex-ctr-certified-feedback"]
+          "ex-ctr-certified-feedback", "ex-ctr-corner-growth", "ex-ctr-skew-feedback"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -128,6 +128,24 @@ def find_m_diagonal(W):
     return [scipy.integrate.quad(lambda t: math.exp(2 * ai * t), 0, math.inf)[0] for ai in a]
 
 
+def corner_growth(W):
+    # the general (non-symmetric) eigenvalue solver on the symmetric part
+    W = np.asarray(W, dtype=float)
+    n = len(W)
+    out = {}
+    for d in itertools.product((0, 1), repeat=n):
+        A = -np.eye(n) + W @ np.diag(d)
+        S = A + A.T
+        out[d] = max(np.linalg.eigvals(S).real) / 2
+    return out
+
+
+def skew_feedback(B, p):
+    # entry by entry: L_ij = B_ij - B_ji p_j / p_i
+    n = len(p)
+    return np.array([[B[i][j] - B[j][i] * p[j] / p[i] for j in range(n)] for i in range(n)])
+
+
 def balancing_weight(W):
     # the solution's cross term w12 + p w21 = 0
     return -W[0][1] / W[1][0]
@@ -138,7 +156,16 @@ CLOSED_FORMS = {"ex-ctr-balance": balancing_weight, "ex-ctr-linear": identity_ra
                 "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
                 "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params,
                 "ex-ctr-skew-euler": skew_euler_limit, "ex-ctr-euler-bound": euler_norm_bound,
-                "ex-ctr-find-m": find_m_diagonal, "ex-ctr-certified-feedback": certified_feedback}
+                "ex-ctr-find-m": find_m_diagonal, "ex-ctr-certified-feedback": certified_feedback,
+                "ex-ctr-corner-growth": corner_growth, "ex-ctr-skew-feedback": skew_feedback}
+
+
+def test_the_warm_ups_fail_plausible_slips():
+    # the transpose's metric ratio turned over, and the symmetric part's eigenvalue of W D, not -I + W D
+    _fails_at("ex-ctr-skew-feedback", lambda B, p: np.asarray(B) - np.asarray(B).T
+              * np.asarray(p)[:, None] / np.asarray(p)[None, :], 1, "p = [1, 4]")
+    _fails_at("ex-ctr-corner-growth", lambda W: {k: v + 1 for k, v in corner_growth(W).items()}, 1,
+              "W = [[-9, 2.5], [2.5, 0]]")
 
 
 @pytest.mark.parametrize("label", LABELS)

@@ -231,6 +231,7 @@ def test_unclosed_gated_solution_is_an_error():
 # does not cover (only cases worked by hand). A wrong reference fails here even though it
 # passes its own check above.
 
+import itertools  # noqa: E402
 import math  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -351,6 +352,22 @@ def _exact_pops(m, same_step):
     best = [p for p in found if sum(p) == fewest]
     assert len(best) == 1, best
     return [float(p) for p in best[0]]
+
+
+def _top_sym_eig(A):
+    """The largest eigenvalue of (A + A^T) / 2 for a 1 x 1, 2 x 2 or 3 x 3 A, in closed form
+    (the 3 x 3 case by the trigonometric solution of the characteristic cubic)."""
+    S = (np.asarray(A, dtype=float) + np.asarray(A, dtype=float).T) / 2
+    if len(S) == 1:
+        return float(S[0, 0])
+    if len(S) == 2:
+        return float((S[0, 0] + S[1, 1]) / 2 + math.hypot((S[0, 0] - S[1, 1]) / 2, S[0, 1]))
+    q = np.trace(S) / 3
+    p = math.sqrt(((S - q * np.eye(3)) ** 2).sum() / 6)
+    if p == 0:
+        return float(q)
+    r = np.clip(np.linalg.det((S - q * np.eye(3)) / p) / 2, -1.0, 1.0)
+    return float(q + 2 * p * math.cos(math.acos(r) / 3))
 
 
 def _cross(W, p):
@@ -696,6 +713,12 @@ INDEPENDENT = {
     "ex-ctr-find-m": _find_m,
     "ex-ctr-diag": _diag_interval,
     "ex-ctr-identity": _identity_threshold,
+    # every corner's symmetric part, its top eigenvalue in closed form (_top_sym_eig)
+    "ex-ctr-corner-growth": lambda W: {d: _top_sym_eig(-np.eye(len(W)) + np.asarray(W, float) * np.array(d))
+                                       for d in itertools.product((0, 1), repeat=len(W))},
+    # L_ij = B_ij - B_ji p_j / p_i, as an outer-product formula
+    "ex-ctr-skew-feedback": lambda B, p: np.asarray(B, float)
+    - np.asarray(B, float).T * np.outer(1 / np.asarray(p, float), np.asarray(p, float)),
     "ex-lr-velocity": _velocity,
     "ex-lr-lqr": _lqr,
     "ex-lr-effective-dim": _effective_dim,

@@ -139,6 +139,38 @@ exercise(
 
 # ----------------------------------------------------------------- 03: counterexamples
 
+def _corner_growth(W):
+    """Every ReLU corner d -> the largest eigenvalue of the symmetric part of -I + W diag(d)."""
+    import itertools
+
+    W = np.asarray(W, dtype=float)
+    n = W.shape[0]
+    out = {}
+    for d in itertools.product((0, 1), repeat=n):
+        J = -np.eye(n) + W * np.asarray(d, dtype=float)[None, :]
+        out[d] = _tidy(np.linalg.eigvalsh((J + J.T) / 2).max())
+    return out
+
+
+exercise(
+    "ex-ctr-corner-growth",
+    notebook=_BOOK + "03_counterexamples",
+    name="corner_growth",
+    signature="corner_growth(W)",
+    reference=_corner_growth,
+    difficulty=1,
+    cases=lambda: [
+        Case((np.array([[-9.0, 2.5], [2.5, 0.0]]),),
+             show="W = [[-9, 2.5], [2.5, 0]] (the counterexample after Theorem 1)"),
+        Case((_rotation(3.0),), show="W = [[0, -3], [3, 0]] (Theorem 7's rotation, c = 3)"),
+        Case((np.array([[0.5, 0.0, 0.0], [2.0, -1.0, 0.0], [0.0, 1.0, 0.3]]),),
+             show="W = [[0.5, 0, 0], [2, -1, 0], [0, 1, 0.3]]"),
+    ],
+    hint="D = diag(d) scales column j of W by d_j; the symmetric part of J is (J + J^T) / 2, "
+         "and np.linalg.eigvalsh gives its eigenvalues.",
+)
+
+
 def _identity_threshold(eps, k=1.0):
     import scipy.optimize
 
@@ -230,6 +262,34 @@ exercise(
 
 
 # ----------------------------------------------------------------- 04: networks of networks
+
+def _skew_feedback(B, p):
+    """L = B - M^-1 B^T M for M = diag(p), by the package."""
+    import rnnlab.theory as th
+
+    return np.asarray(th.feedback_matrix(np.asarray(B, dtype=float), np.asarray(p, dtype=float)),
+                      dtype=float)
+
+
+exercise(
+    "ex-ctr-skew-feedback",
+    notebook=_BOOK + "04_networks_of_networks",
+    name="skew_feedback",
+    signature="skew_feedback(B, p)",
+    reference=_skew_feedback,
+    difficulty=1,
+    cases=lambda: [
+        Case((np.array([[0.0, 0.0], [2.0, 0.0]]), np.array([1.0, 4.0])),
+             show="B = [[0, 0], [2, 0]], p = [1, 4]"),
+        Case((np.array([[0.0, 1.0, 0.0], [-2.0, 0.0, 0.5], [3.0, 1.0, 0.0]]),
+              np.array([1.0, 0.5, 2.0])),
+             show="B = [[0, 1, 0], [-2, 0, 0.5], [3, 1, 0]], p = [1, 0.5, 2]"),
+        Case((np.array([[1.0, 2.0], [3.0, 4.0]]), np.ones(2)),
+             show="B = [[1, 2], [3, 4]], p = [1, 1] (M = I: L = B - B^T)"),
+    ],
+    hint="M^-1 B^T M has entry (i, j) equal to B_ji p_j / p_i.",
+)
+
 
 def _hierarchy_weight(M1, lam1, M2, lam2, G, lam):
     """The weight certify_hierarchy gives the second of two modules."""
@@ -478,6 +538,17 @@ def _theorem4_hidden(rng):
 @hidden("ex-ctr-thm1-scratch")
 def _theorem1_scratch_hidden(rng):
     return [Case((rng.normal(size=(2, 2)),)), Case((rng.normal(size=(3, 3)), float(rng.uniform(0.2, 1.0))))]
+
+
+@hidden("ex-ctr-corner-growth")
+def _corner_growth_hidden(rng):
+    return [Case((rng.normal(size=(2, 2)) * 3,)), Case((rng.normal(size=(3, 3)) * 2,))]
+
+
+@hidden("ex-ctr-skew-feedback")
+def _skew_feedback_hidden(rng):
+    n = int(rng.integers(2, 6))
+    return [Case((rng.normal(size=(n, n)), rng.uniform(0.2, 5.0, n)))]
 
 
 @hidden("ex-ctr-identity")
