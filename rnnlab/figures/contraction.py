@@ -139,7 +139,7 @@ def theorem7_ellipses(cs=(1.5, 3.0), ps=(0.35, 0.6, 1.0, 1.7, 2.9)):
     handles = [Rectangle((0, 0), 1, 1, color=col) for col in (_BLUE, _ORANGE, _GREEN, "#aaaaaa")]
     fig.legend(handles, ["works for D₁ = diag(1, 0) only", "for D₂ = diag(0, 1) only", "for both",
                          "for neither"], loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.text(0.5, 0.95, "unit balls {x : x₁² + p x₂² = 1} of the metrics diag(1, p)", ha="center",
+    fig.text(0.5, 0.95, "unit circles {x : x₁² + p x₂² = 1} of the metrics diag(1, p)", ha="center",
              fontsize=9)
     return fig
 
@@ -279,7 +279,7 @@ def metric_chain(weight=CHAIN_WEIGHT, links=CHAIN_LINKS):
             f"the chain needs p₁ / p{'₁₂₃₄₅₆'[n - 1]} > (w{str(links).translate(_SUP)})²/4 = {weight**(2 * links) / 4:.3g}, "
             f"and this metric has {p[0] / p[-1]:.3g}", fontsize=8)
     ax.text(-0.45, 4.2, "metric steps down:", fontsize=8, color=_ORANGE)
-    ax.text(n - 0.35, 0.2, "bar height:\nlog p", fontsize=7.5, ha="right", color=_GREEN)
+    ax.text(n - 0.35, 0.2, "bar height:\nlog p, shifted", fontsize=7.5, ha="right", color=_GREEN)
     return fig
 
 
