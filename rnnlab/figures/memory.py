@@ -689,7 +689,8 @@ def read_intervals():
     cases = [("as it is", s), (f"+{_num(READ_EPS)} on row 4 (above)", s[:3] + [s[3] + READ_EPS]),
              (f"+{_num(READ_EPS)} on row 1 (where\nthe read runs out)", [s[0] + READ_EPS] + s[1:])]
     group, scale = 3.0, 1.9
-    fig, ax = _canvas(9, 3.6, (-0.5, 3 * group - 0.3), (-3.0, 0.75))
+    fig, ax = _canvas(9, 3.9, (-0.5, 3 * group - 0.3), (-3.35, 0.75))
+    w0 = None
     for k, (title, strengths) in enumerate(cases):
         x0 = k * group + 0.55
         ax.text(x0 + 0.6, 0.62, title, ha="center", va="top", fontsize=8.5, color=_INK, fontweight="bold",
@@ -698,11 +699,15 @@ def read_intervals():
         ss = np.array(strengths)
         ahead = np.cumsum(ss[::-1])[::-1] - ss
         w = np.minimum(ss, np.maximum(1 - ahead, 0))
-        text = "\n".join(f"w{_sub(i)} = {_num(x)}" for i, x in reversed(list(enumerate(w, 1))) if ss[i - 1] > 0)
-        ax.text(x0 + 0.35, -2.55, text, ha="center", va="center", fontsize=7.5, color=_ORANGE,
-                linespacing=1.15)
+        w0 = w if w0 is None else w0
+        shown = [i for i in range(len(w), 0, -1) if ss[i - 1] > 0]
+        for n, i in enumerate(shown):
+            changed = abs(w[i - 1] - w0[i - 1]) > 1e-12
+            text = f"w{_sub(i)} = {_num(w[i - 1])}" + (f"  (was {_num(w0[i - 1])})" if changed else "")
+            ax.text(x0 + 0.05, -2.62 - 0.2 * n, text, ha="left", va="center", fontsize=7.5,
+                    color=_RED if changed else _ORANGE, fontweight="bold" if changed else "normal")
         ax.plot([x0 - 0.4, x0 + 1.9], [-scale, -scale], color=_RED, lw=0.8, ls=(0, (3, 2)))
         if k:
-            ax.plot([x0 - 0.5, x0 - 0.5], [-2.95, 0.65], color="#dddddd", lw=0.8)
+            ax.plot([x0 - 0.5, x0 - 0.5], [-3.3, 0.65], color="#dddddd", lw=0.8)
     ax.text(-0.45, -scale + 0.04, "depth 1", ha="left", va="bottom", fontsize=7, color=_RED)
     return fig
