@@ -53,6 +53,7 @@ FIGURES = {
     "theorem4_rescaling": (contraction_lessons.theorem4_rescaling,
                            "book/contraction/figures/theorem4_rescaling.svg"),
     "theorem_flowchart": (contraction_lessons.theorem_flowchart, "book/contraction/figures/theorem_flowchart.svg"),
+    "two_forms": (contraction_lessons.two_forms, "book/contraction/figures/two_forms.svg"),
     "euler_spiral": (combo_training.euler_spiral, "book/contraction/figures/euler_spiral.svg"),
     "lowrank_wrec": (lowrank.wrec_matrices, "book/lowrank/figures/wrec_matrices.svg"),
     "lowrank_subspaces": (lowrank.masked_subspaces, "book/lowrank/figures/masked_subspaces.svg"),

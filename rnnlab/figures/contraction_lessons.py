@@ -22,7 +22,7 @@ from .contraction import _SUP, SLOPE_W, _num
 
 __all__ = ["DERIVED_METRIC", "VENN_MATRICES", "VENN_CIRCLES", "THEOREM4_W", "metric_ellipse",
            "theorem_venn", "venn_layout", "in_circles", "theorem4_rescaling", "FLOW_EXAMPLES",
-           "flowchart_route", "theorem_flowchart"]
+           "flowchart_route", "theorem_flowchart", "two_forms"]
 
 DERIVED_METRIC = (1.0, 0.05)
 """The diagonal metric ``diag(1, p)`` that ``01_contraction_in_one_page``
@@ -317,4 +317,61 @@ def theorem_flowchart():
         + ("\n" + _wrapped(none, width=90) if none else ""), _RED, "#fbe3e3", size=8)
     fig.text(0.5, 0.965, "which theorem to try first: cheap eigenvalue tests before LMIs (g = 1 for the examples)",
              ha="center", fontsize=9)
+    return fig
+
+
+def two_forms():
+    """The x form and the y form of the RNN as block diagrams, linked by ``x = W y + b``."""
+    from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+    fig = Figure(figsize=(8.6, 4.0))
+    ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 4.8)
+    ax.axis("off")
+
+    def block(x, y, text, colour=_BLUE, w=0.9):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - 0.28), w, 0.56, boxstyle="round,pad=0.05",
+                                    fc="white", ec=colour, lw=1.3))
+        ax.text(x, y, text, ha="center", va="center", fontsize=10, color=_INK)
+
+    def plus(x, y):
+        ax.add_patch(Circle((x, y), 0.2, fc="white", ec=_INK, lw=1.1))
+        ax.text(x, y, "+", ha="center", va="center", fontsize=11, color=_INK)
+
+    def arrow(points, label=None, at=None, colour=_INK):
+        for a, b in zip(points[:-1], points[1:-1]):
+            ax.plot([a[0], b[0]], [a[1], b[1]], color=colour, lw=1.1)
+        ax.add_patch(FancyArrowPatch(points[-2], points[-1], arrowstyle="-|>", mutation_scale=10,
+                                     color=colour, lw=1.1, shrinkA=0, shrinkB=0))
+        if label:
+            ax.text(*at, label, fontsize=9, color=colour, ha="center", va="center")
+
+    def row(y, items, state, title):
+        ax.text(0.15, y + 1.0, title, fontsize=9.5, color=_INK, ha="left", va="center")
+        xs, half = [2.2, 3.7, 5.2], {"block": 0.45, "plus": 0.2}
+        edges = [0.9]
+        for x, (kind, text) in zip(xs, items):
+            arrow([(edges[-1], y), (x - half[kind], y)])
+            if kind == "block":
+                block(x, y, text)
+            else:
+                plus(x, y)
+                arrow([(x, y + 0.55), (x, y + 0.2)], text, (x, y + 0.68))
+            edges.append(x + half[kind])
+        arrow([(edges[-1], y), (6.05, y)])
+        block(6.8, y, "leak and\nintegrate", _GREEN, w=1.5)
+        arrow([(7.55, y), (8.6, y)])
+        ax.text(8.9, y, state, fontsize=11, color=_INK, ha="center", va="center")
+        arrow([(8.9, y - 0.25), (8.9, y - 0.6), (0.9, y - 0.6), (0.9, y - 0.05)])
+        ax.text(0.72, y, state, fontsize=11, color=_INK, ha="right", va="center")
+
+    row(3.5, [("block", "φ"), ("block", "W"), ("plus", "u")], "x",
+        "x form:  τ dx/dt = −x + W φ(x) + u   (state: the units' inputs)")
+    row(1.0, [("block", "W"), ("plus", "b"), ("block", "φ")], "y",
+        "y form:  τ dy/dt = −y + φ(W y + b)   (state: the units' outputs)")
+    ax.text(9.3, 2.25, "x = W y + b", fontsize=9.5, color=_ORANGE, ha="center", va="center",
+            bbox=dict(boxstyle="round,pad=0.2", fc="white", ec=_ORANGE))
+    ax.plot([9.3, 9.3], [1.25, 2.0], color=_ORANGE, lw=1.0, ls="--")
+    ax.plot([9.3, 9.3], [2.5, 3.25], color=_ORANGE, lw=1.0, ls="--")
     return fig
