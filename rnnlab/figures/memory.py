@@ -10,7 +10,11 @@ that they give these numbers). ``controller`` draws one step of a
 Stack-LSTM (``rnnlab.models.MemoryLSTM._step``); ``pop_backward`` the running
 sums of the pop's backward pass on the example of ``02_backward_dynamics``, and
 ``read_backward`` those of the read that follows it (the same rows after a push of
-:data:`READ_D`, under the gradients :data:`READ_GAMMA`).
+:data:`READ_D`, under the gradients :data:`READ_GAMMA`). ``memory_loop`` draws what drives
+a memory (a controller emitting d_t, u_t, v_t and seeing the read r_t at the next step),
+``deque_columns`` the deque's worked example in the package's 2T fixed columns, and
+``read_intervals`` the read of ``read_backward`` as depth intervals, with a little strength
+added above and at the row where the read runs out.
 """
 from __future__ import annotations
 
