@@ -15,7 +15,7 @@ from rnnlab.checks import evaluate, exercises, get
 
 LABELS = ["ex-ctr-balance", "ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
           "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m",
-          "ex-ctr-certified-feedback", "ex-ctr-corner-growth", "ex-ctr-skew-feedback"]
+          "ex-ctr-certified-feedback", "ex-ctr-corner-growth", "ex-ctr-skew-feedback", "ex-ctr-euler-limit"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -146,6 +146,14 @@ def skew_feedback(B, p):
     return np.array([[B[i][j] - B[j][i] * p[j] / p[i] for j in range(n)] for i in range(n)])
 
 
+def euler_step_limit(B, p):
+    # the all-off step's eigenvalues 1 - alpha +- i alpha omega: omega from L's spectrum
+    n = len(p)
+    L = np.array([[B[i][j] - B[j][i] * p[j] / p[i] for j in range(n)] for i in range(n)])
+    omega = np.abs(np.linalg.eigvals(L)).max()
+    return 2 / (1 + omega**2)
+
+
 def balancing_weight(W):
     # the solution's cross term w12 + p w21 = 0
     return -W[0][1] / W[1][0]
@@ -157,7 +165,13 @@ CLOSED_FORMS = {"ex-ctr-balance": balancing_weight, "ex-ctr-linear": identity_ra
                 "ex-ctr-hierarchy": hierarchy_weight, "ex-ctr-params": combo_net_num_params,
                 "ex-ctr-skew-euler": skew_euler_limit, "ex-ctr-euler-bound": euler_norm_bound,
                 "ex-ctr-find-m": find_m_diagonal, "ex-ctr-certified-feedback": certified_feedback,
-                "ex-ctr-corner-growth": corner_growth, "ex-ctr-skew-feedback": skew_feedback}
+                "ex-ctr-corner-growth": corner_growth, "ex-ctr-skew-feedback": skew_feedback,
+                "ex-ctr-euler-limit": euler_step_limit}
+
+
+def test_the_euler_limit_fails_the_flow_only_answer():
+    # the metric forgotten: omega of B - B^T instead of B - M^-1 B^T M (agrees when M = I)
+    _fails_at("ex-ctr-euler-limit", lambda B, p: euler_step_limit(B, np.ones(len(p))), 2, "p = [1, 4]")
 
 
 def test_the_warm_ups_fail_plausible_slips():

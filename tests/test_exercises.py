@@ -397,6 +397,18 @@ def _combo_params(input_size, hidden_sizes, output_size, lower_only=True):
     return input_size * H + H + H * output_size + output_size + pairs
 
 
+def _euler_limit_bisect(B, p):
+    B, p = np.asarray(B, float), np.asarray(p, float)
+    s = np.sqrt(p)
+    Lm = s[:, None] * (B - B.T * p[None, :] / p[:, None]) / s[None, :]
+    lo, hi = 0.0, 2.0 + 1e-12
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        step = (1 - mid) * np.eye(len(p)) + mid * Lm
+        lo, hi = (mid, hi) if np.linalg.norm(step, 2) < 1 else (lo, mid)
+    return (lo + hi) / 2
+
+
 def _skew_euler(alpha, leak=1.0):
     """|1 + alpha(-leak + i omega)| < 1  <=>  omega < sqrt(1 - (1 - alpha leak)^2) / alpha."""
     return math.sqrt(max(0.0, 1 - (1 - alpha * leak) ** 2)) / alpha
@@ -708,6 +720,8 @@ INDEPENDENT = {
     ).real.max()),
     "ex-ctr-params": _combo_params,
     "ex-ctr-skew-euler": _skew_euler,
+    # bisection on alpha for the all-off step's norm, ||(1 - alpha) I + alpha L_M||_2 < 1
+    "ex-ctr-euler-limit": _euler_limit_bisect,
     # omega from the package's euler_feedback_limit; ||L_M|| as L_M's spectral radius (it is normal)
     "ex-ctr-certified-feedback": _certified_feedback,
     "ex-ctr-find-m": _find_m,

@@ -291,6 +291,41 @@ exercise(
 )
 
 
+def _euler_step_limit(B, p):
+    """The largest Euler step at which the all-off step (1 - alpha) I + alpha L_M contracts."""
+    B, p = np.asarray(B, dtype=float), np.asarray(p, dtype=float)
+    s = np.sqrt(p)
+    L = B - B.T * p[None, :] / p[:, None]
+    omega = np.linalg.norm(s[:, None] * L / s[None, :], 2)
+    return _tidy(2.0 / (1.0 + omega**2))
+
+
+exercise(
+    "ex-ctr-euler-limit",
+    notebook=_BOOK + "04_networks_of_networks",
+    name="euler_step_limit",
+    signature="euler_step_limit(B, p)",
+    reference=_euler_step_limit,
+    difficulty=2,
+    cases=lambda: [
+        Case((np.array([[0.0, 0.0], [3.0, 0.0]]), np.array([1.0, 1.0])),
+             show="B = [[0, 0], [3, 0]], p = [1, 1] (omega = 3)"),
+        Case((np.array([[0.0, 0.0], [3.0, 0.0]]), np.array([1.0, 4.0])),
+             show="B = [[0, 0], [3, 0]], p = [1, 4] (the metric rescales the link)"),
+        Case((np.array([[0.0, 1.0, 0.0], [-2.0, 0.0, 0.5], [3.0, 1.0, 0.0]]),
+              np.array([1.0, 0.5, 2.0])),
+             show="B = [[0, 1, 0], [-2, 0, 0.5], [3, 1, 0]], p = [1, 0.5, 2]"),
+        Case((np.array([[1.0, 2.0], [2.0, 1.0]]), np.ones(2)),
+             show="B = [[1, 2], [2, 1]], p = [1, 1] (symmetric in M: L = 0, limit 2)"),
+    ],
+    hint="in z = M^1/2 x the all-off step is (1 - alpha) I + alpha L_M with L_M skew-symmetric: "
+         "its eigenvalues 1 - alpha +- i alpha omega_k; when is their modulus below 1?",
+    hints=("L = B - M^-1 B^T M; L_M = M^1/2 L M^-1/2 has entries L_ij sqrt(p_i / p_j); "
+           "omega = ||L_M||_2; the step contracts iff (1 - alpha)^2 + alpha^2 omega^2 < 1, "
+           "i.e. alpha < 2 / (1 + omega^2).",),
+)
+
+
 def _hierarchy_weight(M1, lam1, M2, lam2, G, lam):
     """The weight certify_hierarchy gives the second of two modules."""
     import rnnlab.theory as th
@@ -543,6 +578,12 @@ def _theorem1_scratch_hidden(rng):
 @hidden("ex-ctr-corner-growth")
 def _corner_growth_hidden(rng):
     return [Case((rng.normal(size=(2, 2)) * 3,)), Case((rng.normal(size=(3, 3)) * 2,))]
+
+
+@hidden("ex-ctr-euler-limit")
+def _euler_limit_hidden(rng):
+    n = int(rng.integers(2, 6))
+    return [Case((rng.normal(size=(n, n)) * float(rng.uniform(0.1, 5.0)), rng.uniform(0.2, 5.0, n)))]
 
 
 @hidden("ex-ctr-skew-feedback")
