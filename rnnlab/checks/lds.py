@@ -109,7 +109,7 @@ exercise(
     answers=("rnnlab.models.lds:LDS",),
     signature="modal_lds(theta, C, x)",
     reference=_modal_lds_reference, cases=_modal_lds_cases, rtol=1e-8, atol=1e-8,
-    difficulty=2,
+    difficulty=1,
     hint="lambda = exp(i theta); every mode is driven by the same input x_t (B' = 1); "
          "the states are one diagonal linear recurrence over time; the output is the real "
          "part of the states times C.")
