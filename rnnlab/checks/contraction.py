@@ -105,9 +105,9 @@ exercise(
              show="W = [[0.5, 0], [0, 0.2]], g = 1 (no coupling)"),
     ],
     hint="follow the proof of Theorem 4 with eps as the unknown: which norm must stay below "
-         "delta / 2, and how does it grow with eps?",
-    hints=("the proof needs g ||N_eps|| <= delta / 2; a negative diagonal entry does not "
-         "lower delta, and eps may not exceed 1.",),
+         "rho / 2 (the margin rho), and how does it grow with eps?",
+    hints=("the proof needs g ||N_eps|| <= rho / 2; a negative diagonal entry does not "
+         "lower rho, and eps may not exceed 1.",),
     fixed=True,
 )
 
