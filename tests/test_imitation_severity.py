@@ -34,3 +34,14 @@ def test_in_distribution_rows_agree(sweep):
     assert len(base) == 3
     for r in base[1:]:
         assert r["expert"] == base[0]["expert"] and r["policies"] == base[0]["policies"]
+
+
+@pytest.mark.parametrize("argv, message", [(["--episodes", "1"], "--episodes 1"),
+                                           (["--epochs", "0"], "--epochs 0"),
+                                           (["--threads", "0"], "--threads 0")])
+def test_bad_arguments_are_named(tmp_path, capsys, argv, message):
+    from rnnlab.experiments.imitation_severity import main
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "x.json"), *argv])
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()

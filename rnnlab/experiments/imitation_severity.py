@@ -87,6 +87,12 @@ def main(argv=None):
     parser.add_argument("--workdir", default=None, help="rollouts and checkpoints (default: a temporary folder)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
+    if args.episodes < 2:
+        parser.error(f"--episodes {args.episodes}: needs at least 2 (the standard error needs two returns)")
+    if args.epochs < 1:
+        parser.error(f"--epochs {args.epochs}: needs at least 1")
+    if args.threads < 1:
+        parser.error(f"--threads {args.threads}: needs at least 1")
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     workdir = args.workdir or tempfile.mkdtemp(prefix="rnnlab-severity-")
