@@ -357,7 +357,7 @@ def theorem7_figure(c=T7_DEFAULT["c"], eps=T7_DEFAULT["eps"], grid=None, *, a_ma
     ax2.set_yticklabels(_COND_LABELS, fontsize=8)
     ax2.set_xlim(0, 1)
     ax2.set_xlabel("fraction of the (a, m) grid")
-    ax2.set_title("conditions of C.8 (b = 1)", fontsize=9)
+    ax2.set_title("the appendix's necessary conditions (b = 1)", fontsize=9)
     fig.search = search
     fig.conditions = {k: f for k, f in zip(_COND_LABELS, frac)}
     return fig
