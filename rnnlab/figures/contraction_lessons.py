@@ -276,7 +276,8 @@ def theorem_flowchart():
     for name, rows in FLOW_EXAMPLES.items():
         leaves.setdefault(flowchart_route(rows), []).append(name)
     questions = [
-        (2, "is W symmetric?", "Theorem 2 if g λmax(W) < 1: one eigenvalue\n(if not, none of Theorems 1, 3, 5 holds)"),
+        (2, "is W symmetric?", "Theorem 2 if g λmax(W) < 1 (x form: W invertible)\n"
+         "one eigenvalue (if not, none of Theorems 1, 3, 5 holds)"),
         (1, "is g|W| − I Hurwitz?\n(|W|, negative self-weights set to 0)",
          "Theorem 1: a diagonal metric\none eigenvalue (Theorem 4: its triangular case)"),
         (3, "is W T symmetric negative definite\nfor a positive diagonal T? (inhibition)",
