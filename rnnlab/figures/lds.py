@@ -212,19 +212,21 @@ def ldstack_schedules(depth=4, steps=8):
 
     Each cell (layer k, step t) holds the wave in which it is computed; cells of
     one wave are computed at the same time. Left: layer by layer, wave k is one
-    linear scan over all ``steps`` (about log₂ T rounds each). Right: one pass
+    linear scan over all ``steps`` (log₂ T rounds for a Hillis–Steele scan,
+    about 2 log₂ T for a work-efficient one). Right: one pass
     over time, as :class:`rnnlab.models.LDStack` runs it: wave t advances every
     layer by one step (layer k at step t needs layers k and k − 1 at step t − 1).
     """
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 3.1))
+    fig = Figure(figsize=(10, 3.5))
     axes = fig.subplots(1, 2)
     rounds = math.ceil(math.log2(steps))
     panels = (
         (np.repeat(np.arange(1, depth + 1)[:, None], steps, 1),
          f"layer by layer: {depth} scans, one after another\n"
-         f"wave k = layer k, a scan of about log₂T = {rounds} rounds"),
+         f"wave k = layer k, one scan: log₂T = {rounds} rounds\n"
+         f"(Hillis–Steele; work-efficient: about 2 log₂T = {2 * rounds})"),
         (np.repeat(np.arange(1, steps + 1)[None, :], depth, 0),
          f"one pass (the package's LDStack): {steps} waves\n"
          f"wave t = step t, all {depth} layers advance together"),
