@@ -213,13 +213,14 @@ def eigenvalue_clouds():
     """The eigenvalues of four initial matrices (orthogonal init, n = 128): dense,
     sparse, low rank, low rank and sparse, each with the circle its law predicts:
     radius 1 (orthogonal: the eigenvalues lie on it, so no disk is shaded),
-    √(1 − s) (circular law, A.6.1-A.6.2), √(r/n) (truncated Haar, A.6.3),
+    √(1 − s) (the RMS rule; a masked orthogonal matrix is not covered by the
+    circular law, A.6.1-A.6.2), √(r/n) (truncated Haar, A.6.3),
     √(r(1 − s)/n) (the variance heuristic); a shaded disk marks where the
     eigenvalues may lie, not their density."""
     ex = CLOUD_EXAMPLE
     n, r, s = ex["n"], ex["rank"], ex["sparsity"]
     panels = ((None, 0.0, 1.0, "dense, full rank", "radius 1: orthogonal"),
-              (None, s, np.sqrt(1 - s), f"sparsity {s:g}", "√(1 − s): circular law"),
+              (None, s, np.sqrt(1 - s), f"sparsity {s:g}", "√(1 − s): RMS rule"),
               (r, 0.0, np.sqrt(r / n), f"rank {r}", "√(r/n): truncated Haar"),
               (r, s, np.sqrt(r * (1 - s) / n), f"rank {r}, sparsity {s:g}", "√(r(1 − s)/n)"))
     fig = Figure(figsize=(11, 3.3), layout="constrained")
