@@ -99,7 +99,7 @@ def _gru_weight_grad_cases():
 
 exercise(
     "ex-lr-gru-weight-grad", notebook=NB1, name="gru_weight_grad", signature="gru_weight_grad(g_pre, q, h_prev)",
-    reference=_gru_weight_grad_reference, cases=_gru_weight_grad_cases, difficulty=1,
+    reference=_gru_weight_grad_reference, cases=_gru_weight_grad_cases, difficulty=2,
     hint="dL/dW_k is the sum over batch and time of the outer product of delta pre_k with the vector W_k "
          "multiplies: h_{t-1} for q and z, but q_t * h_{t-1} for the candidate.",
     hints=("Stack the three vectors v_k (B, T, 3, n) and contract: einsum('btki,btkj->kij', g_pre, v).",))
