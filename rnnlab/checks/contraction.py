@@ -293,9 +293,9 @@ exercise(
 
 def _euler_step_limit(B, p):
     """The largest Euler step at which the all-off step (1 - alpha) I + alpha L_M contracts."""
-    B, p = np.asarray(B, dtype=float), np.asarray(p, dtype=float)
+    p = np.asarray(p, dtype=float)
     s = np.sqrt(p)
-    L = B - B.T * p[None, :] / p[:, None]
+    L = _skew_feedback(B, p)                     # the package's L = B - M^-1 B^T M
     omega = np.linalg.norm(s[:, None] * L / s[None, :], 2)
     return _tidy(2.0 / (1.0 + omega**2))
 
