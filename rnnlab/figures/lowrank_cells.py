@@ -55,24 +55,29 @@ def _gru(ax, x0):
     ax.text(x0 + 2.9, 4.75, "GRU: 3 gates, state hₜ", ha="center", fontsize=10, weight="bold")
     _box(ax, x0 + 0.6, 3.8, 1.0, 0.55, "hₜ₋₁", fc=_GREY_FILL)
     _box(ax, x0 + 0.6, 1.3, 1.0, 0.55, "xₜ", fc=_GREY_FILL)
-    _box(ax, x0 + 2.6, 2.6, 1.9, 0.52, "z = σ(pre_z)\nupdate gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
-    _box(ax, x0 + 2.6, 1.8, 1.9, 0.52, "q = σ(pre_q)\nreset gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
-    _box(ax, x0 + 2.6, 0.6, 2.3, 0.75, "ĥ = tanh(W_iĥ xₜ\n+ W_ĥ(r, s) (q ⊙ hₜ₋₁) + b_ĥ)\ncandidate",
+    _box(ax, x0 + 2.6, 2.8, 1.9, 0.52, "z = σ(pre_z)\nupdate gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
+    _box(ax, x0 + 2.6, 2.05, 1.9, 0.52, "q = σ(pre_q)\nreset gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
+    _box(ax, x0 + 2.6, 0.5, 2.3, 0.75, "ĥ = tanh(W_iĥ xₜ\n+ W_ĥ(r, s) (q ⊙ hₜ₋₁) + b_ĥ)\ncandidate",
          fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
-    for y in (2.6, 1.8):
+    for y in (2.8, 2.05):
         _arrow(ax, (x0 + 1.1, 3.65), (x0 + 1.65, y + 0.1), color=_LINE)
         _arrow(ax, (x0 + 1.1, 1.3), (x0 + 1.65, y - 0.1), color=_LINE)
-    _arrow(ax, (x0 + 1.1, 1.3), (x0 + 1.45, 0.7), color=_LINE)
-    _arrow(ax, (x0 + 2.6, 1.54), (x0 + 2.6, 0.98), color=_BLUE)
-    ax.text(x0 + 2.7, 1.22, "q", fontsize=8, color=_BLUE)
+    _arrow(ax, (x0 + 1.1, 1.3), (x0 + 1.45, 0.6), color=_LINE)
+    # the reset: q ⊙ h_{t-1}, which then goes through W_ĥ inside the candidate
+    _box(ax, x0 + 2.6, 1.33, 1.0, 0.34, "q ⊙ hₜ₋₁", fc="white", ec=_BLUE, fontsize=8)
+    _arrow(ax, (x0 + 2.6, 1.79), (x0 + 2.6, 1.5), color=_BLUE)
+    _arrow(ax, (x0 + 2.6, 1.16), (x0 + 2.6, 0.875), color=_BLUE)
+    ax.plot([x0 + 4.0, x0 + 4.0], [3.8, 1.33], color=_LINE, lw=1.0, zorder=1)
+    _arrow(ax, (x0 + 4.0, 1.33), (x0 + 3.1, 1.33), color=_LINE)
+    ax.text(x0 + 4.07, 1.45, "hₜ₋₁", fontsize=7.8, color="#555555")
     # the update: h_t = (1 - z) ĥ + z h_{t-1}; z ⊙ h_{t-1} needs no matrix
     _box(ax, x0 + 5.1, 1.8, 1.5, 0.75, "hₜ = (1 − z) ⊙ ĥ\n+ z ⊙ hₜ₋₁", fc="white", fontsize=8.5)
     ax.plot([x0 + 1.1, x0 + 5.1], [3.8, 3.8], color=_GREEN, lw=1.6, zorder=1)
     _arrow(ax, (x0 + 5.1, 3.8), (x0 + 5.1, 2.18), color=_GREEN, lw=1.6)
     ax.text(x0 + 3.1, 3.9, "z ⊙ hₜ₋₁: no recurrent matrix on this path", ha="center", fontsize=7.8,
             color=_GREEN)
-    _arrow(ax, (x0 + 3.55, 2.6), (x0 + 4.35, 2.0), color=_BLUE)
-    _arrow(ax, (x0 + 3.75, 0.6), (x0 + 4.5, 1.42), color=_BLUE)
+    _arrow(ax, (x0 + 3.55, 2.8), (x0 + 4.35, 2.05), color=_BLUE)
+    _arrow(ax, (x0 + 3.75, 0.5), (x0 + 4.5, 1.42), color=_BLUE)
     ax.text(x0 + 2.6, -0.05, "preₖ = W_ik xₜ + W_k(r, s) hₜ₋₁ + b_k for k = q, z; the reset acts before W_ĥ",
             ha="center", fontsize=7.8, color="#555555")
 
