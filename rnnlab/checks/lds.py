@@ -358,6 +358,28 @@ exercise(
 
 # ----------------------------------------------------------------- 03_copy_memory
 
+def _partial_memory_reference(T, known):
+    # blanks and the known symbols cost 0; each of the other 10 - known recall steps ln 8
+    return (10 - known) * math.log(8) / (T + 20)
+
+
+def _partial_memory_cases():
+    return [Case((100, 0), show="T = 100, no symbol known (the memoryless baseline)"),
+            Case((100, 5), show="T = 100, 5 symbols known"),
+            Case((2000, 9), show="T = 2000, 9 symbols known"),
+            Case((10, 10), show="T = 10, all 10 symbols known"),
+            Case((50, 3), show="T = 50, 3 symbols known")]
+
+
+exercise(
+    "ex-copy-partial", notebook="lds/03_copy_memory", name="partial_memory_loss",
+    signature="partial_memory_loss(T, known)",
+    reference=_partial_memory_reference, cases=_partial_memory_cases,
+    difficulty=1,
+    hint="a sequence has T + 20 steps; a step predicted with probability 1 costs 0, a "
+         "uniform guess among the 8 symbols costs ln 8; average over every step.")
+
+
 def _causal_conv_reference(u, K):
     # the direct sum y_t = sum_{tau <= t} K_tau u_{t - tau}, in float64
     import torch
@@ -418,6 +440,71 @@ exercise(
     difficulty=2,
     hint="the term c_j λ_j^τ becomes c_j λ_j^τ e^{iτδ_j}: take the expected value of "
          "e^{iτδ} for a normal δ with mean 0 (its characteristic function).")
+
+
+_PATTERN = (5, 8, 6, 1, 4, 4, 4, 8, 2, 4)     # the page's first sequence of symbols
+
+
+def _copier_reference(delay):
+    # the (delay + 1)-th roots of unity, a delay line exact on lags 0 .. delay (delay >= 9)
+    import torch
+
+    n = delay + 1
+    lam = torch.polar(torch.ones(n, dtype=torch.float64),
+                      2 * math.pi * torch.arange(n, dtype=torch.float64) / n)
+    return lam, lam ** (-delay) / n
+
+
+def _copier_compare(got, expected):
+    import torch
+
+    try:
+        lam, C = got
+        lam = torch.as_tensor(lam, dtype=torch.complex128).reshape(-1)
+        C = torch.as_tensor(C, dtype=torch.complex128).reshape(-1)
+    except (TypeError, ValueError, RuntimeError):
+        return "expected a pair (lam, C) of complex tensors of the same length n"
+    if lam.shape != C.shape:
+        return f"lam has {lam.numel()} entries but C has {C.numel()}"
+    delay = expected[0].numel() - 1
+    if lam.numel() > 4000:
+        return f"{lam.numel()} modes are far more than a copier needs"
+    if not bool(torch.isfinite(lam).all() and torch.isfinite(C).all()):
+        return "lam and C must be finite numbers (no NaN or inf)"
+    if not bool(((lam.abs() - 1).abs() <= 1e-9).all()):   # written so that NaN fails too
+        return "every eigenvalue must have modulus 1, as in the copy model"
+    lags = torch.arange(delay - 9, delay + 10, dtype=torch.float64)
+    h = (C[:, None] * lam[:, None] ** lags).sum(0).real      # the response on the window
+    u = torch.tensor(_PATTERN, dtype=torch.float64)
+    y = torch.stack([sum(h[9 + p - q] * u[q] for q in range(10)) for p in range(10)])
+    if not bool(((y - u).abs() <= 1e-6).all()):
+        shown = " ".join(f"{v:.3g}" for v in y.tolist())
+        return (f"the pattern {' '.join(map(str, _PATTERN))} comes out {delay} steps later "
+                f"as {shown}")
+    want = (lags == delay).double()
+    err = (h - want).abs()
+    if not bool((err <= 1e-8).all()):
+        m = int(err.argmax())
+        return (f"the response to one input is {h[m].item():.4g} at lag {int(lags[m])} "
+                f"(wanted 1 at lag {delay} and 0 at the other lags from {delay - 9} to "
+                f"{delay + 9}): another pattern would come out wrong")
+    return None
+
+
+def _copier_cases():
+    return [Case((d,), show=f"delay = {d}") for d in (10, 30, 110, 2010)]
+
+
+exercise(
+    "ex-copy-hand", notebook="lds/03_copy_memory", name="hand_copier",
+    fixed=True,
+    signature="hand_copier(delay)",
+    reference=_copier_reference, cases=_copier_cases, compare=_copier_compare, difficulty=3,
+    hint="the output at recall step p is a sum over the 10 inputs of the response at lags "
+         "delay + p - q: which lags must the response be 1 and 0 at?",
+    hints=("the response must be 1 at lag delay and 0 at the 18 lags around it (delay - 9 "
+           "to delay + 9); eigenvalues whose 10th power is the same number make the "
+           "powers repeat every 10 or 20 lags.",))
 
 
 # ----------------------------------------------------------------- 04_speed (the Performance page)
@@ -585,6 +672,16 @@ def _causal_conv_hidden(rng):
 @hidden("ex-copy-angles")
 def _expected_peak_hidden(rng):
     return [Case((int(rng.integers(50, 3000)), float(rng.uniform(1e-4, 2e-3)))) for _ in range(2)]
+
+
+@hidden("ex-copy-partial")
+def _partial_memory_hidden(rng):
+    return [Case((int(rng.integers(10, 3000)), int(rng.integers(0, 11)))) for _ in range(2)]
+
+
+@hidden("ex-copy-hand")
+def _copier_hidden(rng):
+    return [Case((int(d),)) for d in rng.choice(range(10, 3000), size=2, replace=False)]
 
 
 @hidden("ex-lds-scratch")
