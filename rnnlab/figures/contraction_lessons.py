@@ -239,17 +239,19 @@ inhibitory pool is ``-P1 Q P2`` with ``Q = [[2, 1.5], [1.5, 2]]``, ``P1 = diag(1
 
 
 def flowchart_route(W, g=1.0):
-    """The leaf of :func:`theorem_flowchart` that ``W`` reaches: 2, 1, 3, 5, or 0 (none of them).
+    """The leaf of :func:`theorem_flowchart` that ``W`` reaches: 2, 1, 3, 5, 0 (none of them
+    holds; a constant metric may still exist), or -2 (symmetric with g lambda_max >= 1: at the
+    slopes D = g I the Jacobian -I + g W has the eigenvalue g lambda_max - 1 >= 0, so no
+    constant metric contracts).
 
-    The questions in order: symmetric (then Theorem 2 or nothing: for a symmetric W with
-    g lambda_max >= 1 none of Theorems 1, 3, 5 holds either), Theorem 1's eigenvalue,
-    Theorem 3's LMI, Theorem 5's LMI; each decided by the package's certificate.
+    The questions in order: symmetric (then Theorem 2, or no metric at all), Theorem 1's
+    eigenvalue, Theorem 3's LMI, Theorem 5's LMI; each decided by the package's certificate.
     """
     import rnnlab.theory as th  # imported late: the figures registry stays cheap to import
 
     W = np.asarray(W, dtype=float)
     if np.allclose(W, W.T):
-        return 2 if th.certify_theorem2(W, g=g).holds else 0
+        return 2 if th.certify_theorem2(W, g=g).holds else -2
     if th.certify_theorem1(W, g=g).holds:
         return 1
     if th.certify_theorem3(W).holds:  # Theorem 3 holds for every g
@@ -276,8 +278,7 @@ def theorem_flowchart():
     for name, rows in FLOW_EXAMPLES.items():
         leaves.setdefault(flowchart_route(rows), []).append(name)
     questions = [
-        (2, "is W symmetric?", "Theorem 2 if g λmax(W) < 1 (x form: W invertible)\n"
-         "one eigenvalue (if not, none of Theorems 1, 3, 5 holds)"),
+        (2, "is W symmetric?", "g λmax(W) < 1: Theorem 2\n(x form: W invertible)"),
         (1, "is g|W| − I Hurwitz?\n(|W|, negative self-weights set to 0)",
          "Theorem 1: a diagonal metric\none eigenvalue (Theorem 4: its triangular case)"),
         (3, "is W T symmetric negative definite\nfor a positive diagonal T? (inhibition)",
@@ -308,8 +309,17 @@ def theorem_flowchart():
         box(2.3, y, 4.2, 0.95, question, _BLUE, "#dbe8f5")
         examples = leaves.get(theorem, [])
         text = leaf + ("\n" + _wrapped(examples) if examples else "")
-        box(7.35, y, 4.9, 1.4, text, _GREEN, "#e2f2e2", size=7.8)
-        arrow((4.45, y), (4.85, y), "yes", (4.5, y + 0.18))
+        if theorem == 2:  # symmetric: Theorem 2, or no constant metric at all
+            box(7.35, y + 0.5, 4.9, 0.72, text, _GREEN, "#e2f2e2", size=7.8)
+            bad = leaves.get(-2, [])
+            box(7.35, y - 0.45, 4.9, 0.72,
+                "g λmax(W) ≥ 1: no constant metric at all\n(at D = g I, −I + g W is not Hurwitz)"
+                + ("\n" + _wrapped(bad) if bad else ""), _RED, "#fbe3e3", size=7.8)
+            arrow((4.45, y + 0.1), (4.85, y + 0.5), "yes", (4.42, y + 0.45))
+            arrow((4.45, y - 0.1), (4.85, y - 0.45), "yes", (4.42, y - 0.4))
+        else:
+            box(7.35, y, 4.9, 1.4, text, _GREEN, "#e2f2e2", size=7.8)
+            arrow((4.45, y), (4.85, y), "yes", (4.5, y + 0.18))
         nxt = ys[k + 1] + 0.5 if k + 1 < len(ys) else 0.75
         arrow((2.3, y - 0.5), (2.3, nxt), "no", (2.4, y - 0.75))
     none = leaves.get(0, [])
