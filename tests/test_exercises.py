@@ -453,6 +453,24 @@ def _delay(k):
     return lam, lam / (k + 1)
 
 
+def _partial_loss(T, known):
+    """The cost of every step of one real sequence of the task: 0, except ln 8 at the recall
+    steps whose symbol is not known (the first `known` recall steps are)."""
+    from rnnlab.tasks.copy_memory import copy_memory
+
+    _, targets = copy_memory(T, 1, seed=0)
+    recall = (targets[0] != 0).nonzero().ravel()
+    costs = np.zeros(targets.shape[1])
+    costs[recall[known:].numpy()] = math.log(8)
+    return float(costs.mean())
+
+
+def _copier_dft(delay):
+    """A copier from the 19th roots of unity: the response is 1 at lags = delay mod 19, 0 elsewhere."""
+    lam = torch.exp(2j * torch.pi * torch.arange(19, dtype=torch.float64) / 19)
+    return lam, lam ** (-delay) / 19
+
+
 def _two_modes(lam):
     l1, l2 = complex(lam[0]), complex(lam[1])
     return np.array([l1 / (l1 - l2), l2 / (l2 - l1)])
@@ -745,6 +763,8 @@ INDEPENDENT = {
     "ex-copy-angles": lambda tau, sigma: float(
         np.polynomial.hermite_e.hermegauss(80)[1] @ np.cos(tau * sigma * np.polynomial.hermite_e.hermegauss(80)[0])
         / math.sqrt(2 * math.pi)),
+    "ex-copy-partial": _partial_loss,
+    "ex-copy-hand": _copier_dft,
     "ex-speed-batch": _step_time,
     "ex-speed-layer": _matching_depth,
     "ex-lds-scratch": _modal_lds,
