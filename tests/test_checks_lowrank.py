@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -100,6 +100,14 @@ def test_the_hand_derived_cfc_jacobian_passes():
         return ((f * (1 - g ** 2))[:, None] * W[1] + ((1 - f) * (1 - k ** 2))[:, None] * W[2]
                 + ((g - k) * f * (1 - f))[:, None] * W[0])
     assert evaluate("ex-lr-cfc-jacobian", by_hand).status == "passed"
+
+
+def test_a_highway_horizon_that_keeps_the_loops_fails():
+    from rnnlab.theory.horizon import cumulative_log_norms, horizon_slope
+
+    def uncut(Js):                              # the whole (h, c) product: the loops stay in
+        return -1 / float(horizon_slope(cumulative_log_norms(Js)))
+    _fails("ex-lr-loops", uncut, "case 1 of 3")
 
 
 def test_a_growth_rate_without_renormalising_fails():

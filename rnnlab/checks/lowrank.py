@@ -204,6 +204,45 @@ exercise(
          "each head through its own W, and do not forget the gate σ(F), whose derivative multiplies G − H.")
 
 
+def _highway_horizon_reference(Js):
+    import torch
+
+    from rnnlab.theory.horizon import cumulative_log_norms, horizon_slope
+
+    Js = torch.as_tensor(Js, dtype=torch.float64)
+    n = Js.shape[-1] // 2
+    cut = torch.zeros_like(Js)
+    cut[:, n:, n:] = Js[:, n:, n:]                  # keep the (c, c) block D(f) alone
+    return -1 / float(horizon_slope(cumulative_log_norms(cut)))
+
+
+def _highway_horizon_cases():
+    import torch
+
+    def lstm_like(T, n, seed, low=0.3):
+        g = torch.Generator().manual_seed(seed)
+        J = torch.randn(T, 2 * n, 2 * n, generator=g, dtype=torch.float64)  # the loops: must go
+        f = low + (0.97 - low) * torch.rand(T, n, generator=g, dtype=torch.float64)
+        J[:, n:, n:] = torch.diag_embed(f)
+        return J
+
+    steady = torch.zeros(40, 6, 6, dtype=torch.float64)
+    steady[:, 3:, 3:] = torch.diag(_t([0.9, 0.5, 0.2]))
+    steady[:, :3, :] = 0.7                          # large loops that would slow the decay
+    return [
+        Case((steady,), show="40 steps, forget gates held at 0.9, 0.5, 0.2, loops of 0.7"),
+        Case((lstm_like(60, 4, 40),), show="60 steps, n = 4, gates at random in (0.3, 0.97)"),
+        Case((lstm_like(100, 8, 41, low=0.6),), show="100 steps, n = 8, gates at random in (0.6, 0.97)"),
+    ]
+
+
+exercise(
+    "ex-lr-loops", notebook=NB3, name="highway_horizon", signature="highway_horizon(Js)",
+    reference=_highway_horizon_reference, cases=_highway_horizon_cases, rtol=1e-6, atol=1e-9, difficulty=2,
+    hint="Js is (T, 2n, 2n), J_1 first. Zero the three blocks other than the bottom-right (c, c) block, then "
+         "take the page's horizon of the products: -1 / horizon_slope(cumulative_log_norms(cut)).")
+
+
 def _growth_rate_reference(Js):
     import math
 
@@ -383,6 +422,18 @@ def _gru_jacobian_hidden(rng):
 @hidden("ex-lr-cfc-jacobian")
 def _cfc_jacobian_hidden(rng):
     return [Case((_normal(rng, 3, n, n) * 0.5, _normal(rng, 3, n), _normal(rng, n))) for n in (3, 5)]
+
+
+@hidden("ex-lr-loops")
+def _highway_horizon_hidden(rng):
+    import torch
+
+    out = []
+    for T, n in ((50, 3), (80, 5)):
+        J = _normal(rng, T, 2 * n, 2 * n)
+        J[:, n:, n:] = torch.diag_embed(torch.from_numpy(rng.uniform(0.4, 0.95, size=(T, n))))
+        out.append(Case((J,)))
+    return out
 
 
 @hidden("ex-lr-mixing")
