@@ -559,6 +559,21 @@ def _growth_rate(Js):
     return (logs + np.log(np.linalg.norm(P))) / len(Js)
 
 
+def _highway_horizon(Js):
+    """The cut product is diagonal, D(f_T ... f_{T-k+1}): its log-norm over the last k steps is
+    1/2 log sum_i exp(sum of 2 log f_{t,i}) (NumPy, cumulative sums of logs, no matrix product);
+    -1 / its least-squares slope (np.polyfit) over k = ceil(T/2) ... T."""
+    J = np.asarray(_t(Js), dtype=float)
+    n = J.shape[-1] // 2
+    f = np.einsum("tii->ti", J[:, n:, n:])
+    logs = np.cumsum(2 * np.log(f[::-1]), axis=0)      # row k - 1: the last k steps
+    top = logs.max(axis=1)
+    curve = 0.5 * (top + np.log(np.exp(logs - top[:, None]).sum(axis=1)))
+    k = np.arange(1, len(f) + 1)
+    window = k >= math.ceil(len(f) / 2)
+    return -1 / np.polyfit(k[window], curve[window], 1)[0]
+
+
 def _find_m(W):
     """find_M's diagonal: entry (i, i) of the integral over t >= 0 of exp(A^T t) exp(A t) with
     A = |diag(W)| - I, by quadrature (scipy.integrate.quad)."""
@@ -708,6 +723,7 @@ INDEPENDENT = {
     "ex-lr-lstm-step": _lstm_cell_step,
     "ex-lr-gru-weight-grad": _gru_weight_grad,
     "ex-lr-cfc-jacobian": _cfc_step_jacobian,
+    "ex-lr-loops": _highway_horizon,
     "ex-lr-mixing": _growth_rate,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,
