@@ -166,9 +166,9 @@ exercise(
     "ex-lr-gru-jacobian", notebook=NB3, name="gru_jacobian", signature="gru_jacobian(W, drive, h_prev)",
     answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
     reference=_gru_jacobian_reference, cases=_gru_jacobian_cases,
-    hint="W is (3, n, n) for the gates r, z, n and drive (3, n). h' = (1 − z) n + z h: differentiate both "
-         "appearances of h and of z; the candidate n sees h through W_n (r ⊙ h), whose derivative is "
-         "D(r) + D(h σ'(r)) W_r.")
+    hint="W is (3, n, n) for the reset gate q, the update gate z and the candidate ĥ, and drive (3, n). "
+         "h' = (1 − z) ĥ + z h: differentiate both appearances of h and of z; the candidate ĥ sees h through "
+         "W_ĥ (q ⊙ h), whose derivative is D(q) + D(h σ'(q)) W_q.")
 
 
 def _cfc_jacobian_reference(W, drive, h_prev):
