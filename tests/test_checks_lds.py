@@ -14,7 +14,8 @@ from rnnlab.checks import evaluate, exercises, get
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
 LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-miss",
-          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-fft", "ex-copy-angles",
+          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-partial", "ex-copy-fft",
+          "ex-copy-angles", "ex-copy-hand",
           "ex-speed-batch", "ex-scans-chunks", "ex-speed-layer"]
 
 
@@ -110,6 +111,16 @@ def _delay_by_k_modes(k):
     return lam, lam ** (-k) / n
 
 
+def _partial_loss_over_T(T, known):
+    return (10 - known) * math.log(8) / T              # divided by T, not by the T + 20 steps
+
+
+def _copier_one_late(delay):
+    j = torch.arange(5, dtype=torch.float64)
+    lam = torch.polar(torch.ones(5, dtype=torch.float64), torch.pi * (2 * j + 1) / 10)
+    return lam, lam ** (-(delay + 1)) / 5               # out at delay + 1: one step late
+
+
 def _step_time_all_modes(model, B, H, peak, bandwidth):
     if model == "lstm":
         flops, bytes_ = 8 * B * H * H, 16 * H * H + 20 * B * H
@@ -144,6 +155,8 @@ WRONG = {
     "ex-ldstack-odd": (_sign_xor_bits_not_signs, 1, "entries differ"),
     "ex-copy-fft": (_causal_conv_wrapped, 1, "entries differ"),
     "ex-copy-angles": (_peak_without_expectation, 1, "values differ"),
+    "ex-copy-partial": (_partial_loss_over_T, 1, "values differ"),
+    "ex-copy-hand": (_copier_one_late, 1, "comes out 10 steps later"),
     "ex-lds-scratch": (_modal_lds_no_real_part, 1, "entries differ"),
     "ex-lds-delay": (_delay_by_k_modes, 1, "at lag 0"),
     "ex-speed-batch": (_step_time_all_modes, 1, "values differ"),
