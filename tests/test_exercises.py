@@ -547,6 +547,24 @@ def _cfc_step_jacobian(W, drive, h_prev):
     return torch.autograd.functional.jacobian(step, h_prev)
 
 
+def _mask_rank_bounds(M, r):
+    # r rank(M) by numpy's SVD, and a maximum matching by augmenting paths (Kuhn)
+    kept = np.asarray(M, dtype=float) != 0
+    owner = {}
+
+    def augment(i, seen):
+        for j in np.flatnonzero(kept[i]):
+            if j not in seen:
+                seen.add(j)
+                if j not in owner or augment(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    matching = sum(augment(i, set()) for i in range(kept.shape[0]))
+    return r * int(np.linalg.matrix_rank(kept.astype(float))), matching
+
+
 def _growth_rate(Js):
     """log ||J_T ... J_1||_F / T (NumPy), the running product rescaled by its largest entry (not by its
     norm, as the reference does) with the logs of the scales summed."""
@@ -725,6 +743,7 @@ INDEPENDENT = {
     "ex-lr-cfc-jacobian": _cfc_step_jacobian,
     "ex-lr-loops": _highway_horizon,
     "ex-lr-mixing": _growth_rate,
+    "ex-lr-mask-rank": _mask_rank_bounds,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,
     # read .4 + .6; t3: pop .9 (v1's .4, then .5 of v2), push .4 of v3, read .2 of v2 + .4 of v3
