@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -29,6 +29,22 @@ def test_a_gru_weight_grad_that_gives_the_candidate_h_prev_fails():
 
 def test_an_equal_cost_sparsity_that_counts_one_factor_fails():
     _fails("ex-lr-equal-cost", lambda n, r: 1 - r / n, "case 1 of 5", "2nr")
+
+
+def test_a_rank_bound_that_counts_rows_instead_of_the_mask_rank_fails():
+    def by_rows(M, r):  # r times the number of nonempty rows: not the rank of M
+        import numpy as np
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import maximum_bipartite_matching
+
+        matching = int((maximum_bipartite_matching(csr_matrix(np.asarray(M))) >= 0).sum())
+        return r * int((M.sum(1) > 0).sum()), matching
+    _fails("ex-lr-mask-rank", by_rows, "case 1 of 5", "rank of M")
+
+
+def test_a_rank_bound_that_ignores_empty_rows_fails():
+    _fails("ex-lr-mask-rank",
+           lambda M, r: (r * int(torch.linalg.matrix_rank(M)), min(M.shape)), "case 3 of 5")
 
 
 def test_a_gru_weight_grad_with_the_outer_product_transposed_fails():

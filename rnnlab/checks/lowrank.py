@@ -105,6 +105,45 @@ exercise(
     hints=("Stack the three vectors v_k (B, T, 3, n) and contract: einsum('btki,btkj->kij', g_pre, v).",))
 
 
+def _mask_rank_reference(M, r):
+    import numpy as np
+    import torch
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    mask = np.asarray(M, dtype=float)
+    matching = int((maximum_bipartite_matching(csr_matrix(mask)) >= 0).sum())
+    return r * int(torch.linalg.matrix_rank(torch.as_tensor(mask))), matching
+
+
+def _mask_rank_cases():
+    import torch
+
+    def bernoulli(n, s, seed):
+        return (torch.rand(n, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) >= s).double()
+
+    empty = bernoulli(8, 0.5, 3)
+    empty[2] = 0  # a row that keeps nothing
+    empty[:, 5] = 0  # and a column
+    return [
+        Case((torch.ones(6, 6, dtype=torch.float64), 2), show="s = 0: the all-ones mask, n = 6, r = 2"),
+        Case((torch.eye(7, dtype=torch.float64), 3), show="the identity mask, n = 7, r = 3"),
+        Case((empty, 2), show="n = 8, r = 2, one empty row and one empty column"),
+        Case((bernoulli(12, 0.85, 5), 4), show="n = 12, r = 4, s = 0.85"),
+        Case((torch.kron(torch.eye(3, dtype=torch.float64), torch.ones(2, 4, dtype=torch.float64)), 1),
+             show="three 2 x 4 blocks of ones (6 x 12), r = 1"),
+    ]
+
+
+exercise(
+    "ex-lr-mask-rank", notebook=NB1, name="rank_bounds", signature="rank_bounds(M, r)",
+    reference=_mask_rank_reference, cases=_mask_rank_cases, difficulty=3,
+    hint="Two bounds: r times the rank of M (write M as a sum of rank M outer products), and the size "
+         "of a maximum matching of the kept entries (no two in one row or one column).",
+    hints=("A k x k minor is a sum over permutations: it is zero unless k kept entries sit in distinct "
+           "rows and columns.",))
+
+
 # ----------------------------------------------------------------- 02: spectra
 
 def _radius_reference(W1, W2):
@@ -401,6 +440,14 @@ def _lstm_step_hidden(rng):
 def _gru_weight_grad_hidden(rng):
     return [Case((_normal(rng, B, T, 3, n), _uniform(rng, B, T, n), _normal(rng, B, T, n)))
             for B, T, n in ((2, 4, 3), (1, 3, 5))]
+
+
+@hidden("ex-lr-mask-rank")
+def _mask_rank_hidden(rng):
+    import torch
+
+    return [Case((torch.from_numpy((rng.random((n, n)) >= s).astype(float)), r))
+            for n, s, r in ((10, 0.8, 3), (9, 0.3, 2), (14, 0.9, 5))]
 
 
 def _uniform(rng, *shape):
