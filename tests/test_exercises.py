@@ -465,10 +465,13 @@ def _partial_loss(T, known):
     return float(costs.mean())
 
 
-def _copier_dft(delay):
-    """A copier from the 19th roots of unity: the response is 1 at lags = delay mod 19, 0 elsewhere."""
-    lam = torch.exp(2j * torch.pi * torch.arange(19, dtype=torch.float64) / 19)
-    return lam, lam ** (-delay) / 19
+def _copier_antiperiodic(delay):
+    """A copier from the delay + 1 roots of z^(delay + 1) = -1, each with weight mu^(-delay) / (delay + 1):
+    the response is 1 at lag delay and 0 at every other lag from 0 to 2 delay. The check reads the delay
+    from the number of modes (delay + 1), as for ex-lds-delay."""
+    n = delay + 1
+    mu = torch.exp(1j * torch.pi * (2 * torch.arange(n, dtype=torch.float64) + 1) / n)
+    return mu, mu ** (-delay) / n
 
 
 def _two_modes(lam):
@@ -799,7 +802,7 @@ INDEPENDENT = {
         np.polynomial.hermite_e.hermegauss(80)[1] @ np.cos(tau * sigma * np.polynomial.hermite_e.hermegauss(80)[0])
         / math.sqrt(2 * math.pi)),
     "ex-copy-partial": _partial_loss,
-    "ex-copy-hand": _copier_dft,
+    "ex-copy-hand": _copier_antiperiodic,
     "ex-speed-batch": _step_time,
     "ex-speed-layer": _matching_depth,
     "ex-lds-scratch": _modal_lds,
