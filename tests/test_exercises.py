@@ -330,6 +330,24 @@ def _stack_bptt_fd(v, d, u, g_r, h=1e-6):
     return tuple(grads)
 
 
+def _queue_step(V, s, v, d, u):
+    """A soft queue step, one sequence at a time in plain Python: the pop takes min(s_i, what is left of
+    u) from row 0 on, the push appends (v, d), the read takes min(s_i, what is left of 1) from row 0 on."""
+    Vs, ss, rs = [], [], []
+    for b in range(len(s)):
+        rows, st, left = V[b].tolist() + [v[b].tolist()], s[b].tolist(), float(u[b])
+        for i in range(len(st)):
+            take = min(st[i], left)
+            st[i], left = st[i] - take, left - take
+        st.append(float(d[b]))
+        r, left = np.zeros(len(v[b])), 1.0
+        for i in range(len(st)):
+            w = min(st[i], left)
+            r, left = r + w * np.asarray(rows[i]), left - w
+        Vs.append(rows), ss.append(st), rs.append(r)
+    return np.array(Vs).reshape(len(s), len(ss[0]), -1), np.array(ss), np.array(rs)
+
+
 def _exact_pops(m, same_step):
     """Search every 0/1 pop sequence of <s> x_1 .. x_m ||| x_m .. x_1 on a classical list stack (push
     each source symbol; a pop of an empty stack does nothing): keep those whose output steps see x_m ..
@@ -768,6 +786,7 @@ INDEPENDENT = {
     "ex-mem-queue-backward": lambda s, u, g: _pop_grads(_t(s), u, _t(g), queue=True),
     "ex-mem-stack-bptt": _stack_bptt_fd,
     "ex-mem-pop-steps": _exact_pops,
+    "ex-mem-queue-step": _queue_step,
     # the cross term of M J + J^T M, M = diag(1, p), J = -I + W, is affine in p: its root from p = 0, 1
     "ex-ctr-balance": lambda W: float(np.roots([_cross(W, 1.0) - _cross(W, 0.0), _cross(W, 0.0)])[0]),
     "ex-ctr-linear": lambda W: _vertex_rate(np.asarray(W, dtype=float)),

@@ -447,6 +447,55 @@ exercise(
          "must the stack hold after that read's step? A pop of step t changes the read of step t.")
 
 
+def _queue_step_reference(V, s, v, d, u):
+    """One soft queue step (eq. 4-5) with the package's pop and read from the ``"front"``: rows V (B, t, m)
+    and strengths s (B, t) oldest first; returns (V, s, r) after the pop, the push and the read."""
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    s = memory_torch._pop(s, u, "front")
+    V, s = torch.cat([V, v[:, None]], 1), torch.cat([s, d[:, None]], 1)
+    w = memory_torch._read_weights(s, "front")
+    return V, s, (w[:, :, None] * V).sum(1)
+
+
+def _queue_step_case(seed, B, t, m, show):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return Case((torch.rand(B, t, m, generator=g, dtype=torch.float64) * 2 - 1,
+                 torch.rand(B, t, generator=g, dtype=torch.float64),
+                 torch.rand(B, m, generator=g, dtype=torch.float64) * 2 - 1,
+                 torch.rand(B, generator=g, dtype=torch.float64),
+                 torch.rand(B, generator=g, dtype=torch.float64)), show=show)
+
+
+def _queue_step_cases():
+    import torch
+
+    f = torch.float64
+    return [
+        Case((torch.tensor([[[1.0], [2.0], [3.0]]], dtype=f), torch.tensor([[0.6, 0.7, 0.5]], dtype=f),
+              torch.tensor([[4.0]], dtype=f), torch.tensor([0.8], dtype=f), torch.tensor([0.9], dtype=f)),
+             show="values 1, 2, 3 with strengths 0.6, 0.7, 0.5; pop 0.9, push 4 with 0.8"),
+        Case((torch.zeros(1, 0, 2, dtype=f), torch.zeros(1, 0, dtype=f), torch.tensor([[1.0, -1.0]], dtype=f),
+              torch.tensor([0.5], dtype=f), torch.tensor([0.3], dtype=f)), show="an empty queue (t = 0)"),
+        Case((torch.tensor([[[1.0], [2.0]]], dtype=f), torch.tensor([[0.2, 0.3]], dtype=f),
+              torch.tensor([[5.0]], dtype=f), torch.tensor([0.4], dtype=f), torch.tensor([0.9], dtype=f)),
+             show="a pop larger than everything stored"),
+        _queue_step_case(0, 3, 5, 4, "a batch of 3, random rows and controls"),
+    ]
+
+
+exercise(
+    "ex-mem-queue-step", notebook=NB3, name="queue_step", signature="queue_step(V, s, v, d, u)",
+    reference=_queue_step_reference, cases=_queue_step_cases, difficulty=2,
+    hint="Copy stack_step and change the direction: the pop and the read start at the oldest row (row 0), "
+         "so the sum that matters is the strength of the rows before each row, not above it.",
+    hints=("A running sum from the front is s.cumsum(1) - s: no flips.",))
+
+
 def _lifetime_reference(s):
     """Strength-weighted mean age at pop of one run's strengths s[t, i] (rnnlab.experiments.transduction
     .memory_use, for one sequence)."""
@@ -550,6 +599,12 @@ def _stack_bptt_hidden(rng):
 def _lifetime_hidden(rng):
     return [Case((_lifetime_strengths(rng.uniform(0.2, 1.0, n).tolist(), rng.uniform(0.0, 1.0, n).tolist()),))
             for n in (5, 7)]
+
+
+@hidden("ex-mem-queue-step")
+def _queue_step_hidden(rng):
+    return [_queue_step_case(int(rng.integers(1 << 30)), int(B), int(t), 3, "")
+            for B, t in ((1, 4), (2, 6))]
 
 
 @hidden("ex-mem-pop-steps")
