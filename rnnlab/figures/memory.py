@@ -347,8 +347,8 @@ def pop_backward():
     cols = [(r"$s'_i$", e["s_prev"]), (r"$a_i = \sum_{j>i} s'_j$", e["ahead"]), (r"$x_i = u - a_i$", e["x"]),
             (r"$y_i = s'_i - (x_i)^+$", e["y"]), (r"$s_i = (y_i)^+$", e["s"]),
             (r"$g_i = \partial L/\partial s_i$", e["g"]), (r"$g^y_i = g_i\,[y_i > 0]$", e["gy"]),
-            (r"$c_i = g^y_i\,[x_i > 0]$", e["c"]), (r"$b_j = \sum_{i<j} c_i$", e["behind"]),
-            (r"$\partial L/\partial s'_j = g^y_j + b_j$", e["grad_s"])]
+            (r"$c_i = g^y_i\,[x_i > 0]$", e["c"]), (r"$\sum_{i<j} c_i$", e["behind"]),
+            (r"$\partial L/\partial s'_j$", e["grad_s"])]
     W = 1.2
     fig, ax = _canvas(12, 3.4, (-0.9, len(cols) * W + 0.1), (-1.05, n * 0.6 + 0.95))
     for k, (title, values) in enumerate(cols):
@@ -370,7 +370,7 @@ def pop_backward():
     _arrow(ax, (xb, 0.2), (xb, (n - 1) * 0.6 + 0.3), color=_ORANGE)
     ax.text(0.1, -0.45, f"forward: pop u = {_num(BACKWARD_U)} from the top; the sum a of the rows above runs "
             "down from the top (blue arrow)", fontsize=8, color=_BLUE)
-    ax.text(0.1, -0.85, f"backward: the indicators select the gradient; the sum b of c runs up from the bottom (orange arrow);  ∂L/∂u = −Σ cᵢ = {_num(e['grad_u'])}",
+    ax.text(0.1, -0.85, f"backward: the indicators select the gradient; the sum of c runs up from the bottom (orange arrow);  ∂L/∂u = −Σ cᵢ = {_num(e['grad_u'])}",
             fontsize=8, color=_ORANGE)
     return fig
 
@@ -488,7 +488,7 @@ def read_backward():
             (r"$w_i = \min(s_i, (1 - A_i)^+)$", e["w"]), ("", case),
             (r"$\gamma_i = \langle \bar g_r, V_i\rangle$", e["gamma"]),
             (r"$\gamma_i\,[\mathrm{whole}_i]$", e["gw"]), (r"$\gamma_i\,[\mathrm{runs\ out}_i]$", e["gc"]),
-            (r"$b_j = \sum_{i<j} \gamma_i[\mathrm{runs\ out}_i]$", e["behind"]),
+            (r"$\sum_{i<j} \gamma_i[\mathrm{runs\ out}_i]$", e["behind"]),
             (r"$\partial L/\partial s_j$", e["grad_s"])]
     W = 1.32
     fig, ax = _canvas(12, 3.9, (-0.9, len(cols) * W + 0.1), (-1.05, n * 0.6 + 0.95))
