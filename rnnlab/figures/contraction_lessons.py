@@ -33,7 +33,7 @@ VENN_MATRICES = {
     "self-inhibition": ((-2.0, 0.8), (0.9, 0.0)),
     "0.9 × rotation by 45°": ((0.9 * np.cos(np.pi / 4), -0.9 * np.sin(np.pi / 4)),
                               (0.9 * np.sin(np.pi / 4), 0.9 * np.cos(np.pi / 4))),
-    "rotation c = 3": ((0.0, -3.0), (3.0, 0.0)),
+    "3 × rotation by 90°": ((0.0, -3.0), (3.0, 0.0)),
     "symmetric, λmax = 2": ((2.0, 0.0), (0.0, -1.0)),
     "symmetric [[−9, 2.5], [2.5, 0]]": ((-9.0, 2.5), (2.5, 0.0)),
 }
@@ -229,13 +229,15 @@ FLOW_EXAMPLES = {
     "the loop [[0, 3], [0.1, 0]]": ((0.0, 3.0), (0.1, 0.0)),
     "[[−9, 2.5], [2.5, 0]]": VENN_MATRICES["symmetric [[−9, 2.5], [2.5, 0]]"],
     "symmetric, λmax = 2": VENN_MATRICES["symmetric, λmax = 2"],
-    "inhibitory pool [[−2, −0.75], [−3, −2]]": ((-2.0, -0.75), (-3.0, -2.0)),
+    "−P1 Q P2 [[−2, −0.75], [−3, −2]]": ((-2.0, -0.75), (-3.0, -2.0)),
+    "symmetric, singular [[0.4, 0.4], [0.4, 0.4]]": ((0.4, 0.4), (0.4, 0.4)),
     "0.9 × rotation by 45°": VENN_MATRICES["0.9 × rotation by 45°"],
-    "rotation c = 3": VENN_MATRICES["rotation c = 3"],
+    "3 × rotation by 90°": VENN_MATRICES["3 × rotation by 90°"],
 }
 """Example matrices of ``02_six_theorems`` routed by :func:`theorem_flowchart` (``g = 1``); the
-inhibitory pool is ``-P1 Q P2`` with ``Q = [[2, 1.5], [1.5, 2]]``, ``P1 = diag(1, 2)``,
-``P2 = diag(1, 0.5)``."""
+``-P1 Q P2`` example has ``Q = [[2, 1.5], [1.5, 2]]``, ``P1 = diag(1, 2)``,
+``P2 = diag(1, 0.5)``; the singular symmetric
+matrix passes Theorem 2's eigenvalue test but has no x-form metric from it, so it goes on down."""
 
 
 def flowchart_route(W, g=1.0):
@@ -244,14 +246,18 @@ def flowchart_route(W, g=1.0):
     slopes D = g I the Jacobian -I + g W has the eigenvalue g lambda_max - 1 >= 0, so no
     constant metric contracts).
 
-    The questions in order: symmetric (then Theorem 2, or no metric at all), Theorem 1's
+    The questions in order: symmetric (then no metric at all if g lambda_max >= 1; Theorem 2
+    if W is also invertible; a singular W goes on down), Theorem 1's
     eigenvalue, Theorem 3's LMI, Theorem 5's LMI; each decided by the package's certificate.
     """
     import rnnlab.theory as th  # imported late: the figures registry stays cheap to import
 
     W = np.asarray(W, dtype=float)
     if np.allclose(W, W.T):
-        return 2 if th.certify_theorem2(W, g=g).holds else -2
+        if g * np.linalg.eigvalsh(W).max() >= 1:
+            return -2
+        if abs(np.linalg.det(W)) > 1e-12 and th.certify_theorem2(W, g=g, form="x").holds:
+            return 2
     if th.certify_theorem1(W, g=g).holds:
         return 1
     if th.certify_theorem3(W).holds:  # Theorem 3 holds for every g
@@ -278,10 +284,10 @@ def theorem_flowchart():
     for name, rows in FLOW_EXAMPLES.items():
         leaves.setdefault(flowchart_route(rows), []).append(name)
     questions = [
-        (2, "is W symmetric?", "g λmax(W) < 1: Theorem 2\n(x form: W invertible)"),
+        (2, "is W symmetric?", "g λmax(W) < 1 and W invertible: Theorem 2\n(W singular: go on down)"),
         (1, "is g|W| − I Hurwitz?\n(|W|, negative self-weights set to 0)",
          "Theorem 1: a diagonal metric\none eigenvalue (Theorem 4: its triangular case)"),
-        (3, "is W T symmetric negative definite\nfor a positive diagonal T? (inhibition)",
+        (3, "is W T symmetric negative definite\nfor a positive diagonal T?",
          "Theorem 3: rate 1\nan LMI in T"),
         (5, "is g ‖P½ W P⁻½‖ < 1 for a positive\ndiagonal P? (signs that cancel)",
          "Theorem 5: a diagonal metric\nan LMI in P"),
