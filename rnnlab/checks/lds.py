@@ -414,7 +414,7 @@ exercise(
     "ex-copy-fft", notebook="lds/03_copy_memory", name="causal_conv",
     signature="causal_conv(u, K)",
     reference=_causal_conv_reference, cases=_causal_conv_cases, rtol=1e-9, atol=1e-9,
-    difficulty=1,
+    difficulty=2,
     hint="torch.fft.rfft(u, n=n) pads to n; multiply the two spectra, torch.fft.irfft(..., n=n), "
          "keep the first L steps; with n < 2L - 1 the end of the sequence wraps onto its start.")
 
