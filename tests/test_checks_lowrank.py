@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -191,3 +191,14 @@ def test_the_hand_written_lstm_step_passes():
         c = f * c + i * torch.tanh(a[:, 2])
         return o * torch.tanh(c), c
     assert evaluate("ex-lr-lstm-step", by_hand).status == "passed"
+
+
+def test_a_constant_horizon_fitted_over_every_step_fails():
+    import torch
+
+    from rnnlab.theory.horizon import cumulative_log_norms, horizon_slope
+
+    def every_step(A, T):                       # the fit over k = 1 ... T, not the second half
+        curve = cumulative_log_norms(torch.stack([torch.as_tensor(A, dtype=torch.float64)] * T))
+        return -1 / float(horizon_slope(curve, window=(1, T)))
+    _fails("ex-lr-linear-horizon", every_step, "case 2 of 4")

@@ -598,6 +598,15 @@ def _growth_rate(Js):
     return (logs + np.log(np.linalg.norm(P))) / len(Js)
 
 
+def _constant_horizon(A, T):
+    """-1 / the least-squares slope (np.polyfit) of log ||A^k||_F, with A^k from
+    np.linalg.matrix_power, over k = ceil(T/2) ... T."""
+    A = np.asarray(_t(A), dtype=float)
+    k = np.arange(math.ceil(T / 2), T + 1)
+    curve = [np.log(np.linalg.norm(np.linalg.matrix_power(A, int(j)))) for j in k]
+    return -1 / np.polyfit(k, curve, 1)[0]
+
+
 def _highway_horizon(Js):
     """The cut product is diagonal, D(f_T ... f_{T-k+1}): its log-norm over the last k steps is
     1/2 log sum_i exp(sum of 2 log f_{t,i}) (NumPy, cumulative sums of logs, no matrix product);
@@ -751,6 +760,27 @@ def _matching_depth(B, H, peak, bandwidth):
     return max(2, math.ceil(min(k_ops, k_bytes)))
 
 
+def _flowchart_leaf_2x2(W, g=1.0):
+    # Closed forms for 2 x 2: eigenvalues, trace/determinant tests, and a scan over r for Theorem 5.
+    W = np.asarray(W, dtype=float)
+    (a, b), (c, d) = W
+    if b == c:                                             # symmetric
+        lam = (a + d) / 2 + np.hypot((a - d) / 2, b)
+        if g * lam >= 1:
+            return -2
+        if a * d - b * c != 0:
+            return 2
+    A = g * np.array([[max(a, 0.0), abs(b)], [abs(c), max(d, 0.0)]]) - np.eye(2)
+    if np.trace(A) < 0 and np.linalg.det(A) > 0:           # a 2 x 2 Hurwitz test
+        return 1
+    # W T symmetric (b t2 = c t1 with t > 0) and negative definite
+    if a < 0 and d < 0 and (b * c > 0 or b == c == 0) and a * d - b * c > 0:
+        return 3
+    r = np.logspace(-4, 4, 4001)
+    best = min(np.linalg.norm(np.array([[a, b * x], [c / x, d]]), 2) for x in r)
+    return 5 if g * best < 1 else 0
+
+
 INDEPENDENT = {
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
@@ -762,6 +792,7 @@ INDEPENDENT = {
     "ex-lr-lstm-step": _lstm_cell_step,
     "ex-lr-gru-weight-grad": _gru_weight_grad,
     "ex-lr-cfc-jacobian": _cfc_step_jacobian,
+    "ex-lr-linear-horizon": _constant_horizon,
     "ex-lr-loops": _highway_horizon,
     "ex-lr-mixing": _growth_rate,
     "ex-lr-mask-rank": _mask_rank_bounds,
@@ -793,6 +824,7 @@ INDEPENDENT = {
     "ex-ctr-thm1-scratch": lambda W, g=1.0: float(np.linalg.eigvals(
         g * (np.abs(W) - np.diag(np.diag(np.abs(W))) + np.diag(np.maximum(np.diag(W), 0))) - np.eye(len(W))
     ).real.max()),
+    "ex-ctr-flowchart": _flowchart_leaf_2x2,
     "ex-ctr-params": _combo_params,
     "ex-ctr-skew-euler": _skew_euler,
     # bisection on alpha for the all-off step's norm, ||(1 - alpha) I + alpha L_M||_2 < 1

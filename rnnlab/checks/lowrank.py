@@ -243,6 +243,36 @@ exercise(
          "each head through its own W, and do not forget the gate σ(F), whose derivative multiplies G − H.")
 
 
+def _constant_horizon_reference(A, T):
+    import torch
+
+    from rnnlab.theory.horizon import cumulative_log_norms, horizon_slope
+
+    A = torch.as_tensor(A, dtype=torch.float64)
+    return -1 / float(horizon_slope(cumulative_log_norms(torch.stack([A] * int(T)))))
+
+
+def _constant_horizon_cases():
+    import math
+
+    import torch
+
+    c, s = math.cos(0.5), math.sin(0.5)
+    return [
+        Case((_t([[0.6]]), 20), show="one unit, a = 0.6, 20 steps"),
+        Case((torch.diag(_t([0.9, 0.5, 0.1])), 60), show="A = D(0.9, 0.5, 0.1), 60 steps"),
+        Case((0.8 * _t([[c, -s], [s, c]]), 40), show="0.8 times a rotation by 0.5 rad, 40 steps"),
+        Case((0.3 * _randn(4, 4, seed=50), 80), show="a random 4 x 4 matrix, 80 steps"),
+    ]
+
+
+exercise(
+    "ex-lr-linear-horizon", notebook=NB3, name="constant_horizon", signature="constant_horizon(A, T)",
+    reference=_constant_horizon_reference, cases=_constant_horizon_cases, rtol=1e-6, atol=1e-9, difficulty=1,
+    hint="Stack T copies of A, torch.stack([A] * T), and take the page's horizon of their products: "
+         "-1 / horizon_slope(cumulative_log_norms(stacked)).")
+
+
 def _highway_horizon_reference(Js):
     import torch
 
@@ -469,6 +499,11 @@ def _gru_jacobian_hidden(rng):
 @hidden("ex-lr-cfc-jacobian")
 def _cfc_jacobian_hidden(rng):
     return [Case((_normal(rng, 3, n, n) * 0.5, _normal(rng, 3, n), _normal(rng, n))) for n in (3, 5)]
+
+
+@hidden("ex-lr-linear-horizon")
+def _constant_horizon_hidden(rng):
+    return [Case((0.4 * _normal(rng, n, n), T)) for n, T in ((3, 50), (5, 70))]
 
 
 @hidden("ex-lr-loops")

@@ -18,7 +18,8 @@ from matplotlib.patches import Rectangle
 from .drawing import arrow as _arrow, box as _scans_box, canvas as _canvas
 
 __all__ = ["WREC_EXAMPLE", "CLOUD_EXAMPLE", "wrec_matrices", "masked_subspaces", "eigenvalue_clouds", "cfc_heads",
-           "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget", "jacobian_blocks"]
+           "imitation_pipeline", "HALFCHEETAH_CELLS", "HALFCHEETAH_CONDS", "normalised_se", "halfcheetah_budget", "jacobian_blocks",
+           "backward_lanes"]
 
 WREC_EXAMPLE = dict(n=10, rank=2, sparsity=0.5, seed=0)
 """The small matrix of :func:`wrec_matrices`: n = 10, rank 2, sparsity 0.5, orthogonal init, seed 0."""
@@ -421,4 +422,52 @@ def jacobian_blocks(n=12, seed=0):
     ax.set_xticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_{t-1}$", "$c_{t-1}$"])
     ax.set_yticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_t$", "$c_t$"])
     fig.colorbar(im, ax=axes, shrink=0.7, label="|entry|")
+    return fig
+
+
+def backward_lanes():
+    """The backward product ``J_T J_{T-1} ⋯`` unrolled, as a schematic: the
+    RNN's one lane (every step through ``D(tanh') W``) and the LSTM's two
+    lanes, ``h`` (through the recurrent matrices) and ``c`` (through the
+    diagonal ``D(f)`` alone), with the two crossing blocks between them. A
+    path that leaves the ``c`` lane for ``h`` and comes back is a *loop*; the
+    red crosses mark the blocks that the exercise ``ex-lr-loops`` sets to
+    zero, leaving the highway ``D(f)`` alone."""
+    fig, ax = _canvas(10, 4.8, (-0.4, 10.6), (-1.1, 6.35))
+    xs = [1.2, 3.9, 6.6, 9.3]
+    names = ["T-3", "T-2", "T-1", "T"]
+    box_w, box_h = 1.0, 0.62
+    # the RNN: one lane
+    ax.text(-0.3, 5.75, "RNN", fontsize=10, fontweight="bold", color=_INK, va="center")
+    for x, t in zip(xs, names):
+        _box(ax, x, 5.35, box_w, box_h, f"$h_{{{t}}}$", ec=_BLUE, fc=_BLUE_FILL, fontsize=10)
+    for a, b in zip(xs[1:], xs[:-1]):
+        _arrow(ax, (a - box_w / 2, 5.35), (b + box_w / 2, 5.35), color=_BLUE, lw=1.4)
+        ax.text((a + b) / 2, 5.6, "$D(\\tanh')\\,W$", ha="center", fontsize=8.5, color=_BLUE)
+    # the LSTM: two lanes
+    yh, yc = 3.35, 0.75
+    ax.text(-0.3, 4.25, "LSTM", fontsize=10, fontweight="bold", color=_INK, va="center")
+    for x, t in zip(xs, names):
+        _box(ax, x, yh, box_w, box_h, f"$h_{{{t}}}$", ec=_BLUE, fc=_BLUE_FILL, fontsize=10)
+        _box(ax, x, yc, box_w, box_h, f"$c_{{{t}}}$", ec=_ORANGE, fc=_ORANGE_FILL, fontsize=10)
+    for i, (a, b) in enumerate(zip(xs[1:], xs[:-1])):
+        ra, lb = a - box_w / 2, b + box_w / 2
+        _arrow(ax, (ra, yh), (lb, yh), color=_BLUE, lw=1.2)  # h -> h: through W
+        _arrow(ax, (ra, yc), (lb, yc), color=_ORANGE, lw=2.6)  # c -> c: D(f)
+        _arrow(ax, (ra, yc + 0.2), (lb, yh - 0.2), color=_BLUE, lw=1.0)  # dc_t/dh_{t-1}
+        _arrow(ax, (ra, yh - 0.2), (lb, yc + 0.2), color=_GREEN, lw=1.0)  # dh_t/dc_{t-1}
+        mid = (a + b) / 2
+        for y in (yh, (yh + yc) / 2 + 0.28, (yh + yc) / 2 - 0.28):
+            xm = mid if y == yh else mid + 0.22  # above the crossing: green; below: blue
+            ax.plot([xm], [y], marker="x", color=_RED, ms=8, mew=2, zorder=4)
+        ax.text(mid, yc - 0.42, "$D(f_t)$", ha="center", fontsize=9, color=_ORANGE)
+    ax.text(5.25, -0.45, "blue: through recurrent matrices, $\\partial h_t/\\partial h_{t-1}$ ($W_o, W_i, W_g, W_f$) "
+            "and $\\partial c_t/\\partial h_{t-1}$ ($W_i, W_g, W_f$);   green: $\\partial h_t/\\partial c_{t-1}"
+            " = D(o\\,\\tanh'(c_t)\\,f)$, diagonal",
+            ha="center", fontsize=8.3, color=_INK)
+    ax.text(5.25, -0.9, "the gradient runs right to left, one Jacobian per step;  "
+            "orange: the highway $D(f)$, no $W$ on it;  "
+            "red ×: the blocks that “Cut the loops” sets to zero",
+            ha="center", fontsize=8.3, color=_INK)
+    ax.text(0.05, 2.05, "a loop:\n$c \\to h \\to c$\nthrough $W$", ha="center", fontsize=8, color=_INK)
     return fig
