@@ -15,7 +15,8 @@ from rnnlab.checks import evaluate, exercises, get
 
 LABELS = ["ex-ctr-balance", "ex-ctr-linear", "ex-ctr-thm4", "ex-ctr-thm1-scratch", "ex-ctr-identity", "ex-ctr-diag",
           "ex-ctr-hierarchy", "ex-ctr-params", "ex-ctr-skew-euler", "ex-ctr-euler-bound", "ex-ctr-find-m",
-          "ex-ctr-certified-feedback", "ex-ctr-corner-growth", "ex-ctr-skew-feedback", "ex-ctr-euler-limit"]
+          "ex-ctr-certified-feedback", "ex-ctr-corner-growth", "ex-ctr-skew-feedback", "ex-ctr-euler-limit",
+          "ex-ctr-flowchart"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -159,6 +160,27 @@ def balancing_weight(W):
     return -W[0][1] / W[1][0]
 
 
+def flowchart_leaf(W, g=1.0):
+    # Closed forms for 2 x 2: eigenvalues, trace/determinant tests, and a scan over r for Theorem 5.
+    W = np.asarray(W, dtype=float)
+    (a, b), (c, d) = W
+    if b == c:                                             # symmetric
+        lam = (a + d) / 2 + np.hypot((a - d) / 2, b)
+        if g * lam >= 1:
+            return -2
+        if a * d - b * c != 0:
+            return 2
+    A = g * np.array([[max(a, 0.0), abs(b)], [abs(c), max(d, 0.0)]]) - np.eye(2)
+    if np.trace(A) < 0 and np.linalg.det(A) > 0:           # a 2 x 2 Hurwitz test
+        return 1
+    # W T symmetric (b t2 = c t1 with t > 0) and negative definite
+    if a < 0 and d < 0 and (b * c > 0 or b == c == 0) and a * d - b * c > 0:
+        return 3
+    r = np.logspace(-4, 4, 4001)
+    best = min(np.linalg.norm(np.array([[a, b * x], [c / x, d]]), 2) for x in r)
+    return 5 if g * best < 1 else 0
+
+
 CLOSED_FORMS = {"ex-ctr-balance": balancing_weight, "ex-ctr-linear": identity_rate, "ex-ctr-thm4": theorem4_eps,
                 "ex-ctr-thm1-scratch": theorem1_abscissa,
                 "ex-ctr-identity": identity_threshold, "ex-ctr-diag": diag_metric_interval,
@@ -166,7 +188,7 @@ CLOSED_FORMS = {"ex-ctr-balance": balancing_weight, "ex-ctr-linear": identity_ra
                 "ex-ctr-skew-euler": skew_euler_limit, "ex-ctr-euler-bound": euler_norm_bound,
                 "ex-ctr-find-m": find_m_diagonal, "ex-ctr-certified-feedback": certified_feedback,
                 "ex-ctr-corner-growth": corner_growth, "ex-ctr-skew-feedback": skew_feedback,
-                "ex-ctr-euler-limit": euler_step_limit}
+                "ex-ctr-euler-limit": euler_step_limit, "ex-ctr-flowchart": flowchart_leaf}
 
 
 def test_the_euler_limit_fails_the_flow_only_answer():

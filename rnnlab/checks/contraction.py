@@ -3,7 +3,8 @@
 Every reference answer is computed by the package itself (``rnnlab.theory``,
 ``rnnlab.models``): the exact vertex check ``rate_in_metric`` with a root
 finder, Theorem 4's certificate, the hierarchy certificate, the parameter
-count of ``SparseComboNet``. No case solves an SDP.
+count of ``SparseComboNet``. Only ``ex-ctr-flowchart`` solves SDPs (2 x 2
+ones, through the package's certificates for Theorems 3 and 5).
 """
 import math
 
@@ -134,6 +135,39 @@ exercise(
     ],
     hint="take |W| entry by entry, set a diagonal entry to 0 where W_ii <= 0, multiply by g, "
          "subtract I, and return the largest real part of the eigenvalues.",
+)
+
+
+def _flowchart_leaf(W, g=1.0):
+    from .. figures.contraction_lessons import flowchart_route
+
+    return int(flowchart_route(np.asarray(W, dtype=float), g))
+
+
+_FLOW_CASES = [
+    (((0.4, -0.6), (0.6, 0.4)), 1.0, "W = 0.72 x a rotation, [[0.4, -0.6], [0.6, 0.4]], g = 1"),
+    (((-1.0, 2.0), (-2.0, -1.0)), 1.0, "W = [[-1, 2], [-2, -1]], g = 1"),
+    (((0.5, 0.2), (0.2, -3.0)), 1.0, "W = [[0.5, 0.2], [0.2, -3]], g = 1 (symmetric)"),
+    (((1.5, 0.0), (0.0, 0.0)), 1.0, "W = [[1.5, 0], [0, 0]], g = 1 (symmetric, singular)"),
+    (((0.0, 0.5), (0.8, 0.0)), 1.0, "W = [[0, 0.5], [0.8, 0]], g = 1"),
+    (((-2.0, -0.75), (-3.0, -2.0)), 1.0, "W = [[-2, -0.75], [-3, -2]], g = 1"),
+    (((0.4, 0.4), (0.4, 0.4)), 1.0, "W = [[0.4, 0.4], [0.4, 0.4]], g = 1 (symmetric, singular)"),
+    (((0.4, -0.6), (0.6, 0.4)), 1.5, "W = [[0.4, -0.6], [0.6, 0.4]], g = 1.5"),
+]
+
+
+exercise(
+    "ex-ctr-flowchart",
+    answers=("rnnlab.figures.contraction_lessons:flowchart_route",),
+    notebook=_BOOK + "02_six_theorems",
+    name="flowchart_leaf",
+    signature="flowchart_leaf(W, g=1.0)",
+    reference=_flowchart_leaf,
+    difficulty=1,
+    cases=lambda: [Case((np.array(W), g), show=show) for W, g, show in _FLOW_CASES],
+    hint="ask the questions in the flowchart's order and stop at the first yes: symmetric "
+         "(then -2 if g lambda_max >= 1, 2 if W is also invertible, else go on), then Theorems "
+         "1, 3 and 5 with th.certify_theorem1/3/5(W, ...).holds; 0 if none holds.",
 )
 
 
@@ -567,6 +601,17 @@ def _theorem4_hidden(rng):
     for g in (1.0, float(rng.uniform(0.2, 0.9))):
         d = rng.uniform(-1.0, 0.8, 2)
         cases.append(Case((np.array([[d[0], 0.0], [rng.uniform(-4, 4), d[1]]]), g)))
+    return cases
+
+
+@hidden("ex-ctr-flowchart")
+def _flowchart_hidden(rng):
+    # a page case with its two units swapped (the same leaf), and one at another g with W / g
+    cases = []
+    for k in rng.choice(len(_FLOW_CASES), 2, replace=False):
+        W, g, _ = _FLOW_CASES[int(k)]
+        h = float(rng.uniform(0.5, 2.0))
+        cases.append(Case((np.array(W)[::-1, ::-1] * g / h, h)))
     return cases
 
 
