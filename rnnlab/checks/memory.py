@@ -490,7 +490,7 @@ def _queue_step_cases():
 
 exercise(
     "ex-mem-queue-step", notebook=NB3, name="queue_step", signature="queue_step(V, s, v, d, u)",
-    reference=_queue_step_reference, cases=_queue_step_cases, difficulty=2,
+    reference=_queue_step_reference, cases=_queue_step_cases, difficulty=1,
     hint="Copy stack_step and change the direction: the pop and the read start at the oldest row (row 0), "
          "so the sum that matters is the strength of the rows before each row, not above it.",
     hints=("A running sum from the front is s.cumsum(1) - s: no flips.",))
