@@ -36,3 +36,14 @@ def exercise_module(request, tmp_path_factory):
     for label in set(core._REGISTRY) - before:
         core._REGISTRY.pop(label, None)
     sys.modules.pop(name, None)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hint_tiers():
+    """Each test starts at a check's first hint: ``rnnlab.checks`` counts, per label and per
+    process, how many failures showed a hint, so a test that expects the first hint's words
+    would otherwise depend on which tests ran before it in the same process."""
+    core = sys.modules.get("rnnlab.checks.core")
+    if core is not None:
+        core._HINTS_SHOWN.clear()
+    yield
