@@ -604,15 +604,9 @@ def _theorem4_hidden(rng):
     return cases
 
 
-@hidden("ex-ctr-flowchart")
-def _flowchart_hidden(rng):
-    # a page case with its two units swapped (the same leaf), and one at another g with W / g
-    cases = []
-    for k in rng.choice(len(_FLOW_CASES), 2, replace=False):
-        W, g, _ = _FLOW_CASES[int(k)]
-        h = float(rng.uniform(0.5, 2.0))
-        cases.append(Case((np.array(W)[::-1, ::-1] * g / h, h)))
-    return cases
+# ex-ctr-flowchart has no hidden cases: its answer is one of six leaves, and the public cases
+# already reach all six, so no hidden case could have an answer that differs from every public
+# one (tests/test_grade_judge.py asks that of every hidden generator).
 
 
 @hidden("ex-ctr-thm1-scratch")
