@@ -134,7 +134,8 @@ def _delay_reference(k):
     return lam, lam ** (-k) / n
 
 
-def _delay_compare(got, expected):
+def _modes_pair(got):
+    """``got`` as two flat complex128 tensors (lam, C), or a message saying what is wrong."""
     import torch
 
     try:
@@ -145,6 +146,16 @@ def _delay_compare(got, expected):
         return "expected a pair (lam, C) of complex tensors of the same length n"
     if lam.shape != C.shape:
         return f"lam has {lam.numel()} entries but C has {C.numel()}"
+    return lam, C
+
+
+def _delay_compare(got, expected):
+    import torch
+
+    pair = _modes_pair(got)
+    if isinstance(pair, str):
+        return pair
+    lam, C = pair
     k = expected[0].numel() - 1
     if lam.numel() > 64 * (k + 1):
         return f"{lam.numel()} modes are far more than a delay of {k} steps needs"
@@ -458,14 +469,10 @@ def _copier_reference(delay):
 def _copier_compare(got, expected):
     import torch
 
-    try:
-        lam, C = got
-        lam = torch.as_tensor(lam, dtype=torch.complex128).reshape(-1)
-        C = torch.as_tensor(C, dtype=torch.complex128).reshape(-1)
-    except (TypeError, ValueError, RuntimeError):
-        return "expected a pair (lam, C) of complex tensors of the same length n"
-    if lam.shape != C.shape:
-        return f"lam has {lam.numel()} entries but C has {C.numel()}"
+    pair = _modes_pair(got)
+    if isinstance(pair, str):
+        return pair
+    lam, C = pair
     delay = expected[0].numel() - 1
     if lam.numel() > 4000:
         return f"{lam.numel()} modes are far more than a copier needs"
