@@ -419,12 +419,12 @@ def bptt_example():
 def bptt_backward():
     """The gradient of the strengths carried back through time on the worked example: for each
     step, the strengths after it, the gradient of its own read (rho), what the pop of the next
-    step sends back, and their sum gbar_t; the pop of step t + 1 carries gbar_{t+1} to step t."""
+    step sends back, and their sum sbar_t = dL/ds_t; the pop of step t + 1 carries sbar_{t+1} to step t."""
     steps = bptt_example()
     W, H, group = 0.95, 0.55, 4.9
     fig, ax = _canvas(12, 3.3, (-0.75, 3 * group - 0.3), (-1.05, 3 * H + 1.0))
     cols = [("$s_t$", "s", _BLUE), (r"$\rho_t$ (read)", "rho", _ORANGE),
-            ("from the\nnext pop", "back", _ORANGE), (r"$\bar g_t$", "gbar", _ORANGE)]
+            ("from the\nnext pop", "back", _ORANGE), (r"$\bar s_t$", "gbar", _ORANGE)]
     for k, st in enumerate(steps):
         x0 = k * group
         n = k + 1
@@ -486,7 +486,7 @@ def read_backward():
     case = ["read whole" if wh else ("runs out" if c else "not read") for wh, c in zip(e["whole"], e["cut"])]
     cols = [(r"$s_i$", e["s"]), (r"$A_i = \sum_{j>i} s_j$", e["ahead"]),
             (r"$w_i = \min(s_i, (1 - A_i)^+)$", e["w"]), ("", case),
-            (r"$\gamma_i = \langle \bar g_r, V_i\rangle$", e["gamma"]),
+            (r"$\gamma_i = \langle \bar r, V_i\rangle$", e["gamma"]),
             (r"$\gamma_i\,[\mathrm{whole}_i]$", e["gw"]), (r"$\gamma_i\,[\mathrm{runs\ out}_i]$", e["gc"]),
             (r"$\sum_{i<j} \gamma_i[\mathrm{runs\ out}_i]$", e["behind"]),
             (r"$\partial L/\partial s_j$", e["grad_s"])]
