@@ -210,34 +210,40 @@ def ldstack_staircase(depth=STAIRCASE_DEPTH):
 def ldstack_schedules(depth=4, steps=8):
     """Two schedules for the layers × steps grid of an LDStack, as a matplotlib Figure.
 
-    Each cell (layer k, step t) holds the wave in which it is computed; cells of
-    one wave are computed at the same time. Left: layer by layer, wave k is one
-    linear scan over all ``steps`` (log₂ T rounds for a Hillis–Steele scan,
-    about 2 log₂ T for a work-efficient one). Right: one pass
-    over time, as :class:`rnnlab.models.LDStack` runs it: wave t advances every
-    layer by one step (layer k at step t needs layers k and k − 1 at step t − 1).
+    Each cell (layer k, step t) holds the parallel rounds in which it is
+    computed; cells of one round are computed at the same time, and both panels
+    share one colour scale (the last round of a cell). Left: layer by layer,
+    layer k is one linear scan over all ``steps``, ⌈log₂ T⌉ rounds for a
+    Hillis–Steele scan, so the layer's cells are finished in rounds
+    (k − 1)⌈log₂ T⌉ + 1 .. k⌈log₂ T⌉ and the stack in depth·⌈log₂ T⌉ rounds. Right:
+    one pass over time, as :class:`rnnlab.models.LDStack` runs it: round t
+    advances every layer by one step (layer k at step t needs layers k and
+    k − 1 at step t − 1), ``steps`` rounds in all.
     """
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(10, 3.5))
+    fig = Figure(figsize=(10, 3.6))
     axes = fig.subplots(1, 2)
     rounds = math.ceil(math.log2(steps))
+    last = np.repeat(rounds * np.arange(1, depth + 1)[:, None], steps, 1)
+    by_layer = [[f"{r - rounds + 1}–{r}" for r in row] for row in last]
+    by_step = np.repeat(np.arange(1, steps + 1)[None, :], depth, 0)
+    top = max(depth * rounds, steps)
     panels = (
-        (np.repeat(np.arange(1, depth + 1)[:, None], steps, 1),
-         f"layer by layer: {depth} scans, one after another\n"
-         f"wave k = layer k, one scan: log₂T = {rounds} rounds\n"
-         f"(Hillis–Steele; work-efficient: about 2 log₂T = {2 * rounds})"),
-        (np.repeat(np.arange(1, steps + 1)[None, :], depth, 0),
-         f"one pass (the package's LDStack): {steps} waves\n"
-         f"wave t = step t, all {depth} layers advance together"),
+        (last, by_layer,
+         f"layer by layer: {depth} scans of log₂T = {rounds} rounds each,\n"
+         f"one after another: {depth * rounds} rounds in all"),
+        (by_step, [[str(v) for v in row] for row in by_step],
+         f"one pass (the package's LDStack): {steps} rounds in all,\n"
+         f"round t = step t, all {depth} layers advance together"),
     )
-    for ax, (wave, title) in zip(axes, panels):
-        ax.imshow(wave, origin="lower", cmap="Blues", vmin=0, vmax=wave.max() * 1.6,
+    for ax, (colour, labels, title) in zip(axes, panels):
+        ax.imshow(colour, origin="lower", cmap="Blues", vmin=0, vmax=top * 1.6,
                   extent=(0.5, steps + 0.5, 0.5, depth + 0.5), aspect="auto")
         for k in range(depth):
             for t in range(steps):
-                ax.text(t + 1, k + 1, str(wave[k, t]), ha="center", va="center",
-                        fontsize=9, color=_INK)
+                ax.text(t + 1, k + 1, labels[k][t], ha="center", va="center",
+                        fontsize=8 if len(labels[k][t]) > 3 else 9, color=_INK)
         ax.set_xticks(range(1, steps + 1))
         ax.set_yticks(range(1, depth + 1))
         ax.set_xlabel("step t")
@@ -248,7 +254,8 @@ def ldstack_schedules(depth=4, steps=8):
             ax.axvline(v, color="white", lw=1.5)
         for v in np.arange(0.5, depth + 1):
             ax.axhline(v, color="white", lw=1.5)
-    fig.suptitle("the number in a cell: the wave in which it is computed", fontsize=10)
+    fig.suptitle("the number in a cell: the parallel rounds in which it is computed",
+                 fontsize=10)
     fig.tight_layout()
     return fig
 
