@@ -60,9 +60,10 @@ test-cudasim: $(STAMP)
 	NUMBA_ENABLE_CUDASIM=1 $(PY) -m pytest tests/cudasim
 
 # Every chapter re-executed; cells tagged nbval-check-output must reproduce their stored output.
+# One thread per notebook and two notebooks side by side, as in test-fp below (NOTEBOOK_WORKERS).
 test-notebooks: $(STAMP)
-	$(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
-		-p no:cacheprovider book
+	$(ONE_THREAD) $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-sanitize-with book/nbval_sanitize.cfg \
+		-p no:cacheprovider -n $(NOTEBOOK_WORKERS) --dist loadscope book
 
 # The same checks under another floating-point path, so that no checked output or committed figure
 # depends on the last bit of a float (CONTRIBUTING.md, "Checked outputs hold on every machine"): torch
