@@ -469,5 +469,10 @@ def backward_lanes():
             "orange: the highway $D(f)$, no $W$ on it;  "
             "red ×: the blocks that “Cut the loops” sets to zero",
             ha="center", fontsize=8.3, color=_INK)
-    ax.text(0.05, 2.05, "a loop:\n$c \\to h \\to c$\nthrough $W$", ha="center", fontsize=8, color=_INK)
+    # one loop highlighted: c_T -> h_{T-1} (through W) -> c_{T-2} (diagonal)
+    loop_x = [xs[3] - box_w / 2, xs[2] + box_w / 2, xs[2] - box_w / 2, xs[1] + box_w / 2]
+    loop_y = [yc + 0.2, yh - 0.2, yh - 0.2, yc + 0.2]
+    ax.plot(loop_x, loop_y, color=_RED, lw=9, alpha=0.18, solid_capstyle="round", zorder=0)
+    ax.text(xs[2], yh + 0.55, "a loop: $c \\to h \\to c$, through $W$", ha="center",
+            fontsize=8.5, color=_RED)
     return fig
