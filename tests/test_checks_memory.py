@@ -6,7 +6,7 @@ import torch
 from rnnlab.checks import evaluate, exercises
 
 LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls", "ex-mem-deque-pops",
-          "ex-mem-fractional", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-push-reach",
+          "ex-mem-fractional", "ex-mem-pop-grad", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-push-reach",
           "ex-mem-stack-bptt", "ex-mem-pop-steps", "ex-mem-queue-step", "ex-mem-lifetime"]
 
 
@@ -107,6 +107,14 @@ def test_fractional_another_six_step_schedule_passes():
     def other():                             # B's 0.85 cleared by pops of 0.9 and 0.5, A pushed at 0.2 between
         return ("AABBAA", [0.5, 0.6, 0.6, 0.6, 0.2, 0.6], [0.3, 0.05, 0.05, 0.05, 0.9, 0.5], (2, 4, 6))
     assert evaluate("ex-mem-fractional", other).status == "passed", evaluate("ex-mem-fractional", other).message
+
+
+def test_pop_grad_without_the_running_sum_fails():
+    _fails("ex-mem-pop-grad", lambda: ([1.0, -2.0, 0.5, 0.0], -0.5), "not the gradient")
+
+
+def test_pop_grad_with_the_wrong_sign_on_u_fails():
+    _fails("ex-mem-pop-grad", lambda: ([1.0, -2.0, 0.5, 0.5], 0.5), "dL/du")
 
 
 def test_read_grad_without_the_cut_row_fails():

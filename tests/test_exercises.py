@@ -808,6 +808,9 @@ INDEPENDENT = {
     # push A .6 (read A)
     "ex-mem-fractional": lambda: ("AABBAA", [0.5, 0.6, 0.6, 0.6, 0.2, 0.6], [0.3, 0.05, 0.05, 0.05, 0.9, 0.5],
                                   (2, 4, 6)),
+    # a = (1.3, .7, .4, 0): the pop of .5 empties row 4 and runs out in row 3 (x = .1); row 3
+    # keeps its g = .5 and sends it to row 4 and, negated, to u; rows 1 and 2 keep theirs
+    "ex-mem-pop-grad": lambda: ([1.0, -2.0, 0.5, 0.0 + 0.5], -0.5),
     # from the top: .4 and .3 read whole, row 2 (A = .7) runs out with .3, row 1 not read; the whole
     # rows keep their gamma and pay -gamma_2 = 2 each; rows 1 and 2 get nothing
     "ex-mem-read-grad": lambda: np.array([0.0, 0.0, 0.5 + 2.0, 3.0 + 2.0]),

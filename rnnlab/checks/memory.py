@@ -234,6 +234,56 @@ exercise(
 
 # ----------------------------------------------------------------- 02: the backward dynamics
 
+POP_GRAD_S = (0.2, 0.6, 0.3, 0.4)
+"""The old strengths s' (bottom first) of ex-mem-pop-grad."""
+POP_GRAD_U = 0.5
+"""The pop of ex-mem-pop-grad."""
+POP_GRAD_G = (1.0, -2.0, 0.5, 3.0)
+"""g = dL/ds after the pop, of ex-mem-pop-grad."""
+
+
+def _pop_grad_reference():
+    """Autograd through the stack's pop (eq. 2): (dL/ds' as a list, dL/du)."""
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    s_prev = _t(list(POP_GRAD_S)).requires_grad_()
+    u = torch.tensor([POP_GRAD_U], dtype=torch.float64, requires_grad=True)
+    s = memory_torch.pop(s_prev[None], u, "top")[0]
+    grad_s, grad_u = torch.autograd.grad(s, (s_prev, u), _t(list(POP_GRAD_G)))
+    return grad_s.tolist(), float(grad_u[0])
+
+
+def _pop_grad_compare(got, expected):
+    import torch
+
+    try:
+        grad_s, grad_u = got
+        grad_s = torch.as_tensor(grad_s, dtype=torch.float64).reshape(-1)
+        grad_u = float(grad_u)
+    except (TypeError, ValueError):
+        return "expected a pair: a list of four numbers (bottom row first) and a number"
+    if grad_s.shape != (4,):
+        return f"expected four numbers for dL/ds', one per row, got {grad_s.numel()}"
+    bad_s = close(grad_s, _t(expected[0]), rtol=0.0, atol=1e-6)
+    if bad_s:
+        return f"dL/ds' is not the gradient: you gave {[round(float(x), 3) for x in grad_s]}"
+    if abs(grad_u - expected[1]) > 1e-6:
+        return f"dL/du is not the gradient: you gave {round(grad_u, 3)}"
+    return None
+
+
+exercise(
+    "ex-mem-pop-grad", notebook=NB2, name="pop_gradients_by_hand", signature="pop_gradients_by_hand()",
+    fixed=True, reference=_pop_grad_reference,
+    cases=lambda: [Case((), show="s' = (0.2, 0.6, 0.3, 0.4), u = 0.5, g = (1, -2, 0.5, 3)")],
+    compare=_pop_grad_compare, difficulty=1,
+    hint="first find, from the top down, the rows the pop empties and the row where it runs out.",
+    hints=("An emptied row passes nothing of its own gradient; the row where the pop runs out passes "
+           "its gradient to itself, to every row above it, and, negated, to u.",))
+
+
 READ_GRAD_S = (0.2, 0.6, 0.3, 0.4)
 """The strengths (bottom first) of ex-mem-read-grad."""
 READ_GRAD_GAMMA = (1.0, -2.0, 0.5, 3.0)
