@@ -281,12 +281,12 @@ def deque_steps():
 
 def controller():
     """One step t of a Stack-LSTM: the input symbol and the previous read enter the
-    LSTM cell; its output o′ₜ feeds four heads (push dₜ, pop uₜ, value vₜ, output
+    LSTM cell; its output hₜ feeds four heads (push dₜ, pop uₜ, value vₜ, output
     oₜ); a linear layer turns oₜ into scores yₜ for the softmax; the memory pops, pushes
     and reads; the read rₜ goes to step t + 1."""
     fig, ax = _canvas(11, 4.4, (0, 11), (0, 4.4))
     y = 2.3
-    _box(ax, 0.8, 3.6, 1.3, 0.5, "input symbol\nxₜ", fc=_GREY_FILL)
+    _box(ax, 0.8, 3.6, 1.3, 0.5, "input symbol\niₜ", fc=_GREY_FILL)
     _box(ax, 0.8, 2.3, 1.3, 0.5, "embedding", fc=_GREY_FILL)
     _arrow(ax, (0.8, 3.35), (0.8, 2.55))
     _box(ax, 0.8, 1.0, 1.3, 0.5, "read rₜ₋₁\n(from step t−1)", fc=_ORANGE_FILL, ec=_ORANGE)
@@ -296,13 +296,13 @@ def controller():
     _box(ax, 3.85, y, 1.5, 0.9, "LSTM cell\n(hₜ₋₁, cₜ₋₁)\n→ (hₜ, cₜ)", ec=_BLUE, fc="#dbe8f5")
     _arrow(ax, (2.7, y), (3.1, y))
     ax.text(3.85, 3.05, "the controller", ha="center", fontsize=8.5, color=_BLUE)
-    heads = [(r"push  $d_t = \sigma(W_d\, o'_t + b_d)$", 3.8), (r"pop  $u_t = \sigma(W_u\, o'_t + b_u)$", 3.05),
-             (r"value  $v_t = \tanh(W_v\, o'_t + b_v)$", 2.3),
-             (r"output  $o_t = \tanh(W_o\, o'_t + b_o)$", 1.0)]
+    heads = [(r"push  $d_t = \sigma(W_d\, h_t + b_d)$", 3.8), (r"pop  $u_t = \sigma(W_u\, h_t + b_u)$", 3.05),
+             (r"value  $v_t = \tanh(W_v\, h_t + b_v)$", 2.3),
+             (r"output  $o_t = \tanh(W_o\, h_t + b_o)$", 1.0)]
     for text, hy in heads:
         _box(ax, 6.3, hy, 2.45, 0.5, text, fontsize=8, ec=_BLUE, fc="white")
         _arrow(ax, (4.6, y), (5.07, hy), rad=0.0)
-    ax.text(4.83, 2.08, r"$o'_t$", fontsize=8.5, color=_BLUE, ha="center")   # mathtext: drawn as paths
+    ax.text(4.83, 2.08, r"$h_t$", fontsize=8.5, color=_BLUE, ha="center")   # mathtext: drawn as paths
     _box(ax, 9.2, 3.05, 2.3, 1.6, "memory (stack)\n1. pop uₜ\n2. push vₜ with dₜ\n3. read rₜ\n"
          "values V, strengths s", ec=_ORANGE, fc="#fdf1e4", fontsize=8.3)
     for hy in (3.8, 3.05, 2.3):
