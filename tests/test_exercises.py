@@ -706,6 +706,27 @@ def _sign_xor(n, seed, T=20):
     return x, (x[:, 2:T - 1, 0] * x[:, 0:T - 3, 0] < 0).long()
 
 
+def _newton_round(A, B, x, guess, rho):
+    """lds/02's Newton round in NumPy with the derivative written out: the new states solve
+    s_t = rho(a_t) + rho'(a_t) (A s_(t-1) - a_t) + B x_t, a_t = A g_(t-1), as one block-bidiagonal
+    linear system over all steps (not a loop over time)."""
+    A, B, x, g = (np.asarray(_t(v), dtype=float) for v in (A, B, x, guess))
+    f, df = {"tanh": (np.tanh, lambda a: 1 - np.tanh(a) ** 2),
+             "sin": (np.sin, np.cos),
+             "sigmoid": (lambda a: 1 / (1 + np.exp(-a)),
+                         lambda a: np.exp(-a) / (1 + np.exp(-a)) ** 2)}[rho]
+    batch, T, n = g.shape
+    a = np.concatenate([np.zeros((batch, 1, n)), g[:, :-1]], 1) @ A.T
+    rhs = f(a) - df(a) * a + x @ B.T                          # (batch, T, n)
+    out = np.empty((batch, T, n))
+    for b in range(batch):
+        M = np.eye(T * n)
+        for t in range(1, T):                                 # - diag(rho'(a_t)) A below the diagonal
+            M[t * n:(t + 1) * n, (t - 1) * n:t * n] = -df(a[b, t])[:, None] * A
+        out[b] = np.linalg.solve(M, rhs[b].reshape(-1)).reshape(T, n)
+    return out
+
+
 def _first_miss(A, B, x, k):
     """lds/02's first miss by the formula (p^(k-1)_k - delta(A s_k)) A s_k, with the RNN and the
     layers run step by step in NumPy (layer k - 1 only up to step k)."""
@@ -862,6 +883,7 @@ INDEPENDENT = {
     "ex-lds-scratch": _modal_lds,
     "ex-ldstack-by-hand": _second_layer,
     "ex-ldstack-miss": _first_miss,
+    "ex-ldstack-newton": _newton_round,
     "ex-ldstack-odd": _sign_xor,
     "ex-lds-bprime-2": lambda lam: _two_modes(_t(lam)),
     # (I - W) h = U x

@@ -342,6 +342,55 @@ exercise(
          "modal_transitions(layer1, lam) over the same drive.")
 
 
+def _newton_round_reference(A, B, x, guess, rho):
+    import torch
+
+    f = getattr(torch, rho)
+    states = []
+    for t in range(x.shape[1]):                        # the tangent at a = A g_(t-1), step by step
+        before = guess[:, t - 1] if t else torch.zeros_like(guess[:, 0])
+        a = (before @ A.T).detach().requires_grad_(True)
+        value = f(a)
+        (slope,) = torch.autograd.grad(value.sum(), a)
+        s = states[-1] if t else torch.zeros_like(guess[:, 0])
+        states.append(value.detach() + slope * (s @ A.T - a.detach()) + x[:, t] @ B.T)
+    return torch.stack(states, 1)
+
+
+def _newton_round_cases():
+    import torch
+
+    def randn(*shape, seed, scale=1.0):
+        return scale * torch.randn(*shape, dtype=torch.float64,
+                                   generator=torch.Generator().manual_seed(seed))
+
+    A, B = randn(4, 4, seed=0), randn(4, 2, seed=1)
+    x = randn(2, 6, 2, seed=2)
+    return [
+        Case((A, B, x, torch.zeros(2, 6, 4, dtype=torch.float64), "tanh"),
+             show="tanh, A (4, 4), B (4, 2), x (2, 6, 2), guess 0 (the first round)"),
+        Case((A, B, x, randn(2, 6, 4, seed=3), "tanh"),
+             show="tanh, A (4, 4), B (4, 2), x (2, 6, 2), a random guess"),
+        Case((A, B, x, randn(2, 6, 4, seed=4), "sin"),
+             show="sin, A (4, 4), B (4, 2), x (2, 6, 2), a random guess"),
+        Case((A, B, x, randn(2, 6, 4, seed=5), "sigmoid"),
+             show="sigmoid (rho(0) = 1/2), A (4, 4), B (4, 2), x (2, 6, 2), a random guess"),
+        Case((randn(3, 3, seed=6), randn(3, 1, seed=7), randn(1, 1, 1, seed=8),
+              randn(1, 1, 3, seed=9), "sigmoid"),
+             show="sigmoid, one step: x (1, 1, 1), guess (1, 1, 3)"),
+    ]
+
+
+exercise(
+    "ex-ldstack-newton", notebook="lds/02_ldstack", name="newton_round",
+    signature="newton_round(A, B, x, guess, rho)",
+    reference=_newton_round_reference, cases=_newton_round_cases,
+    difficulty=2,
+    hint="at step t take a = A g_(t-1) from the guess (0 at t = 1), rho(a) and its slope "
+         "rho'(a) by autograd, and run s_t = rho(a) + rho'(a) (A s_(t-1) - a) + B x_t "
+         "with the new states s, from s_0 = 0.")
+
+
 def _sign_xor_reference(n, seed, T=20):
     import torch
 
@@ -653,6 +702,19 @@ def _exact_steps_hidden(rng):
                              generator=torch.Generator().manual_seed(_seed(rng))).double()
         x = torch.from_numpy(rng.normal(size=(2, T, 2)))
         cases.append(Case((stack, x, torch.from_numpy(rng.normal(size=(2, 5))))))
+    return cases
+
+
+@hidden("ex-ldstack-newton")
+def _newton_round_hidden(rng):
+    import torch
+
+    cases = []
+    for n, d, T, rho in ((3, 2, 5, "tanh"), (2, 1, 4, "sigmoid")):
+        cases.append(Case((torch.from_numpy(rng.normal(size=(n, n))),
+                           torch.from_numpy(rng.normal(size=(n, d))),
+                           torch.from_numpy(rng.normal(size=(2, T, d))),
+                           torch.from_numpy(rng.normal(size=(2, T, n))), rho)))
     return cases
 
 
