@@ -380,7 +380,7 @@ def _push_reach_cases():
         Case((0.5, 0.27), show="d = 0.5, u = 0.27"),
         Case((0.5, 0.62), show="d = 0.5, u = 0.62"),
         Case((0.3, 0.1), show="d = 0.3, u = 0.1"),
-        Case((0.6, 0.55), show="d = 0.6, u = 0.55"),
+        Case((0.6, 0.53), show="d = 0.6, u = 0.53"),  # (1 - d)/(d - u) = 5.7: no tie
         Case((0.9, 0.05), show="d = 0.9, u = 0.05"),
         Case((0.5, 0.5), show="d = u = 0.5"),
     ]
