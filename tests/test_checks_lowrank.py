@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-energy", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -202,3 +202,10 @@ def test_a_constant_horizon_fitted_over_every_step_fails():
         curve = cumulative_log_norms(torch.stack([torch.as_tensor(A, dtype=torch.float64)] * T))
         return -1 / float(horizon_slope(curve, window=(1, T)))
     _fails("ex-lr-linear-horizon", every_step, "case 2 of 4")
+
+
+def test_a_mask_energy_that_squares_the_mean_mask_fails():
+    def mean_mask(W, s):  # the noise's energy taken as the copy's: (1 - s)^2 for both
+        w2 = float((W**2).sum())
+        return (1 - s) ** 2 * w2, (1 - s) ** 2 * w2, (1 - s) ** 2 * w2
+    _fails("ex-lr-mask-energy", mean_mask, "case 1 of 4", "variance")

@@ -105,6 +105,32 @@ exercise(
     hints=("Stack the three vectors v_k (B, T, 3, n) and contract: einsum('btki,btkj->kij', g_pre, v).",))
 
 
+def _mask_energy_reference(W, s):
+    import torch
+
+    w2 = float(torch.as_tensor(W, dtype=torch.float64).pow(2).sum())
+    return (1 - s) ** 2 * w2, s * (1 - s) * w2, (1 - s) * w2
+
+
+def _mask_energy_cases():
+    import torch
+
+    return [
+        Case((_randn(6, 6, seed=40), 0.5), show="n = 6, s = 0.5"),
+        Case((_randn(5, 5, seed=41), 0.2), show="n = 5, s = 0.2"),
+        Case((torch.eye(4, dtype=torch.float64), 0.9), show="the identity, n = 4, s = 0.9"),
+        Case((_randn(3, 3, seed=42), 0.0), show="s = 0: no mask, no noise"),
+    ]
+
+
+exercise(
+    "ex-lr-mask-energy", notebook=NB1, name="mask_energy", signature="mask_energy(W, s)",
+    reference=_mask_energy_reference, cases=_mask_energy_cases, difficulty=2,
+    hint="Each entry of M is 1 with probability 1 - s. The copy is (1 - s) W; the noise multiplies w_ij by "
+         "m_ij - (1 - s), a number of mean 0 and variance s (1 - s).",
+    hints=("E[(w m)^2] = w^2 E[m^2] = (1 - s) w^2, since m^2 = m for a 0/1 number; sum over the entries.",))
+
+
 def _mask_rank_reference(M, r):
     import numpy as np
     import torch
@@ -470,6 +496,11 @@ def _lstm_step_hidden(rng):
 def _gru_weight_grad_hidden(rng):
     return [Case((_normal(rng, B, T, 3, n), _uniform(rng, B, T, n), _normal(rng, B, T, n)))
             for B, T, n in ((2, 4, 3), (1, 3, 5))]
+
+
+@hidden("ex-lr-mask-energy")
+def _mask_energy_hidden(rng):
+    return [Case((_normal(rng, n, n), s)) for n, s in ((7, 0.3), (10, 0.8))]
 
 
 @hidden("ex-lr-mask-rank")
