@@ -802,6 +802,17 @@ def _flowchart_leaf_2x2(W, g=1.0):
     return 5 if g * best < 1 else 0
 
 
+
+def _mask_energy_by_outcomes(W, s):
+    # each mask entry takes 1 (probability 1 - s) or 0 (probability s): average the two outcomes
+    W = np.asarray(W, dtype=float)
+    outcomes = ((1.0, 1 - s), (0.0, s))
+    copy = float(((1 - s) * W) ** 2 @ np.ones(W.shape[1]) @ np.ones(W.shape[0]))
+    noise = sum(p * float(((W * (m - (1 - s))) ** 2).sum()) for m, p in outcomes)
+    masked = sum(p * float(((W * m) ** 2).sum()) for m, p in outcomes)
+    return copy, noise, masked
+
+
 INDEPENDENT = {
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
@@ -817,6 +828,7 @@ INDEPENDENT = {
     "ex-lr-loops": _highway_horizon,
     "ex-lr-mixing": _growth_rate,
     "ex-lr-mask-rank": _mask_rank_bounds,
+    "ex-lr-mask-energy": _mask_energy_by_outcomes,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,
     # read .4 + .6; t3: pop .9 (v1's .4, then .5 of v2), push .4 of v3, read .2 of v2 + .4 of v3
