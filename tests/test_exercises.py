@@ -802,7 +802,6 @@ def _flowchart_leaf_2x2(W, g=1.0):
     return 5 if g * best < 1 else 0
 
 
-
 def _mask_energy_by_outcomes(W, s):
     # each mask entry takes 1 (probability 1 - s) or 0 (probability s): average the two outcomes
     W = np.asarray(W, dtype=float)
