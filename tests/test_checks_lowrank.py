@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-energy", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-energy", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-loop-sign", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -209,3 +209,9 @@ def test_a_mask_energy_that_squares_the_mean_mask_fails():
         w2 = float((W**2).sum())
         return (1 - s) ** 2 * w2, (1 - s) ** 2 * w2, (1 - s) ** 2 * w2
     _fails("ex-lr-mask-energy", mean_mask, "case 1 of 4", "variance")
+
+
+def test_a_shortening_interval_from_the_real_case_alone_fails():
+    def real_only(a, f):  # stops where the eigenvalues turn complex
+        return (-((f - a) ** 2) / 4, 0.0)
+    _fails("ex-lr-loop-sign", real_only, "case 1 of 4")

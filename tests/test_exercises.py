@@ -598,6 +598,18 @@ def _growth_rate(Js):
     return (logs + np.log(np.linalg.norm(P))) / len(Js)
 
 
+def _shortening_interval(a, f):
+    """By bisection on the top |eigenvalue| of [[a, 1], [pq, f]] (NumPy eigvals, no formula): the
+    loop shortens the horizon while that is below f, from pq = 0 down to the crossing."""
+    def excess(pq):
+        return np.abs(np.linalg.eigvals([[a, 1.0], [pq, f]])).max() - f
+    lo, hi = -2.0, -1e-6  # excess(lo) > 0 > excess(hi)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return (0.5 * (lo + hi), 0.0)
+
+
 def _constant_horizon(A, T):
     """-1 / the least-squares slope (np.polyfit) of log ||A^k||_F, with A^k from
     np.linalg.matrix_power, over k = ceil(T/2) ... T."""
@@ -826,6 +838,7 @@ INDEPENDENT = {
     "ex-lr-linear-horizon": _constant_horizon,
     "ex-lr-loops": _highway_horizon,
     "ex-lr-mixing": _growth_rate,
+    "ex-lr-loop-sign": _shortening_interval,
     "ex-lr-mask-rank": _mask_rank_bounds,
     "ex-lr-mask-energy": _mask_energy_by_outcomes,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),

@@ -377,6 +377,29 @@ exercise(
 
 
 
+def _shortening_interval_reference(a, f):
+    # real eigenvalues: lambda < f iff pq < 0; complex: |lambda|^2 = af - pq < f^2 iff pq > -f(f - a)
+    return (-float(f) * (float(f) - float(a)), 0.0)
+
+
+def _shortening_interval_cases():
+    return [
+        Case((0.3, 0.7310585786300049), show="a = 0.3, f = sigma(1), the page's toy"),
+        Case((0.0, 0.5), show="a = 0, f = 0.5"),
+        Case((0.5, 0.9), show="a = 0.5, f = 0.9"),
+        Case((0.1, 0.95), show="a = 0.1, f = 0.95"),
+    ]
+
+
+exercise(
+    "ex-lr-loop-sign", notebook=NB3, name="shortening_interval", signature="shortening_interval(a, f)",
+    reference=_shortening_interval_reference, cases=_shortening_interval_cases, rtol=1e-9, atol=1e-12,
+    difficulty=3,
+    hint="Return (low, high): the loop shortens the horizon for low < pq < high. Two regimes: real eigenvalues, "
+         "where the top one is (a + f)/2 + sqrt((f - a)^2/4 + pq), and complex ones, where |lambda|^2 = det J.")
+
+
+
 # ----------------------------------------------------------------- 04: closed-loop control
 
 NB4 = "lowrank/04_closed_loop"
