@@ -57,7 +57,8 @@ def _gru(ax, x0):
     _box(ax, x0 + 0.6, 1.3, 1.0, 0.55, "xₜ", fc=_GREY_FILL)
     _box(ax, x0 + 2.6, 2.8, 1.9, 0.52, "z = σ(pre_z)\nupdate gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
     _box(ax, x0 + 2.6, 2.05, 1.9, 0.52, "q = σ(pre_q)\nreset gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
-    _box(ax, x0 + 2.6, 0.5, 2.3, 0.75, "ĥ = tanh(W_iĥ xₜ\n+ W_ĥ(r, s) (q ⊙ hₜ₋₁) + b_ĥ)\ncandidate",
+    _box(ax, x0 + 2.6, 0.5, 2.3, 0.75, r"$\hat h = \tanh(W_{i\hat h}\,x_t$" "\n"
+        r"$+\ W_{\hat h}(r, s)\,(q \odot h_{t-1}) + b_{\hat h})$" "\ncandidate",
          fc=_BLUE_FILL, ec=_BLUE, fontsize=8)
     for y in (2.8, 2.05):
         _arrow(ax, (x0 + 1.1, 3.65), (x0 + 1.65, y + 0.1), color=_LINE)
