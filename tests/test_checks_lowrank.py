@@ -5,7 +5,7 @@ import torch
 
 from rnnlab.checks import evaluate, exercises
 
-LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-gru-weight-grad", "ex-lr-mask-energy", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-loop-sign", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-cfc-step", "ex-lr-gru-weight-grad", "ex-lr-mask-energy", "ex-lr-mask-rank", "ex-lr-lowrank-radius", "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-loop-sign", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():
@@ -191,6 +191,22 @@ def test_the_hand_written_lstm_step_passes():
         c = f * c + i * torch.tanh(a[:, 2])
         return o * torch.tanh(c), c
     assert evaluate("ex-lr-lstm-step", by_hand).status == "passed"
+
+
+def test_a_cfc_step_with_the_candidates_swapped_fails():
+    def swapped(u, W, h):                      # sigma(F) on tanh(H) instead of tanh(G)
+        a = u + torch.einsum("gij,bj->bgi", W, h)
+        f = torch.sigmoid(a[:, 0])
+        return f * torch.tanh(a[:, 2]) + (1 - f) * torch.tanh(a[:, 1])
+    _fails("ex-lr-cfc-step", swapped, "case 1 of 4")
+
+
+def test_the_hand_written_cfc_step_passes():
+    def by_hand(u, W, h):
+        a = u + torch.einsum("gij,bj->bgi", W, h)
+        f = torch.sigmoid(a[:, 0])
+        return f * torch.tanh(a[:, 1]) + (1 - f) * torch.tanh(a[:, 2])
+    assert evaluate("ex-lr-cfc-step", by_hand).status == "passed"
 
 
 def test_a_constant_horizon_fitted_over_every_step_fails():

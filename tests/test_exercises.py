@@ -559,6 +559,14 @@ def _lstm_cell_step(pre, W, h, c):
         return cell(pre.reshape(B, G * n), (h, c))
 
 
+def _cfc_step_numpy(u, W, h):
+    """One CfC step in NumPy, rearranged: h' = tanh(H) + sigma(F) (tanh(G) - tanh(H))."""
+    u, W, h = (np.asarray(_t(v)) for v in (u, W, h))
+    pre = u + np.stack([h @ W[k].T for k in range(3)], axis=1)
+    gate = 1.0 / (1.0 + np.exp(-pre[:, 0]))
+    return np.tanh(pre[:, 2]) + gate * (np.tanh(pre[:, 1]) - np.tanh(pre[:, 2]))
+
+
 def _cfc_step_jacobian(W, drive, h_prev):
     """d h'/d h of the CfC step h' = sigma(F) G + (1 - sigma(F)) H (heads F, G, H), by autograd of the
     step written here."""
@@ -833,6 +841,7 @@ INDEPENDENT = {
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-equal-cost": lambda n, r: (n * n - 2 * n * r) / (n * n),  # (1 - s) n^2 = 2nr
     "ex-lr-lstm-step": _lstm_cell_step,
+    "ex-lr-cfc-step": _cfc_step_numpy,
     "ex-lr-gru-weight-grad": _gru_weight_grad,
     "ex-lr-cfc-jacobian": _cfc_step_jacobian,
     "ex-lr-linear-horizon": _constant_horizon,

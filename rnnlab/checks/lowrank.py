@@ -39,10 +39,10 @@ exercise(
          "(1 - s) n^2 entries on average. Set the two equal and solve for s.")
 
 
-def _lstm_step_reference(pre, W, h, c):
+def _lstm_step_reference(u, W, h, c):
     from rnnlab.kernels import cells_torch
 
-    return cells_torch.cell_step_ref("lstm", pre, W, h, c)
+    return cells_torch.cell_step_ref("lstm", u, W, h, c)
 
 
 def _lstm_step_cases():
@@ -64,12 +64,45 @@ def _lstm_step_cases():
 
 
 exercise(
-    "ex-lr-lstm-step", notebook=NB1, name="lstm_step", signature="lstm_step(pre, W, h, c)",
+    "ex-lr-lstm-step", notebook=NB1, name="lstm_step", signature="lstm_step(u, W, h, c)",
     reference=_lstm_step_reference, cases=_lstm_step_cases, difficulty=1,
     answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
     hint="The gates come in the order i, f, g, o; W[g] multiplies h for every gate; return (h_t, c_t).",
     hints=("c_t = f * c + i * g with g = tanh(...), and h_t = o * tanh(c_t): the output gate acts after the "
            "tanh of the new cell state.",))
+
+
+def _cfc_step_reference(u, W, h):
+    from rnnlab.kernels import cells_torch
+
+    return cells_torch.cell_step_ref("cfc", u, W, h)[0]
+
+
+def _cfc_step_cases():
+    import torch
+
+    shut, open_ = torch.zeros(1, 3, 2, dtype=torch.float64), torch.zeros(1, 3, 2, dtype=torch.float64)
+    shut[0, 0], open_[0, 0] = -30.0, 30.0   # the gate sigma(F) near 0, or near 1
+    shut[0, 1] = open_[0, 1] = _t([0.5, -1.0])
+    shut[0, 2] = open_[0, 2] = _t([-0.3, 2.0])
+    zero_W, h = torch.zeros(3, 2, 2, dtype=torch.float64), _t([[0.4, -0.6]])
+    return [
+        Case((_randn(2, 3, 3, seed=10), 0.5 * _randn(3, 3, 3, seed=11), _randn(2, 3, seed=12)),
+             show="B = 2, n = 3, random"),
+        Case((_randn(3, 3, 4, seed=13), 0.3 * _randn(3, 4, 4, seed=14), torch.zeros(3, 4, dtype=torch.float64)),
+             show="B = 3, n = 4, zero state"),
+        Case((open_, zero_W, h), show="gate sigma(F) near 1: h_t = tanh(G)"),
+        Case((shut, zero_W, h), show="gate sigma(F) near 0: h_t = tanh(H)"),
+    ]
+
+
+exercise(
+    "ex-lr-cfc-step", notebook=NB1, name="cfc_step", signature="cfc_step(u, W, h)",
+    reference=_cfc_step_reference, cases=_cfc_step_cases, difficulty=1,
+    answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
+    hint="The heads come in the order F, G, H; W[k] multiplies h for every head; "
+         "h_t = sigma(F) tanh(G) + (1 - sigma(F)) tanh(H).",
+    hints=("sigma(F) weighs tanh(G), not tanh(H): with F large, h_t is tanh(G).",))
 
 
 def _gru_weight_grad_reference(g_pre, r, h_prev):
