@@ -12,6 +12,7 @@ windows of 50 steps, shifts on 10 % of the steps).
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
@@ -398,7 +399,8 @@ def jacobian_blocks(n=12, seed=0):
     fig = Figure(figsize=(10, 4.6), layout="constrained")
     axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
     for ax, J in zip(axes, (J_rnn, J_lstm)):
-        im = ax.imshow(J, cmap="Greys", vmin=0, vmax=vmax)
+        # a log scale: the small "through W" entries stay visible beside D(f)
+        im = ax.imshow(J, cmap="Greys", norm=LogNorm(vmin=vmax * 1e-3, vmax=vmax, clip=True))
         ax.set_xticks([])
         ax.set_yticks([])
     axes[0].set_title("RNN: $\\partial h_t / \\partial h_{t-1} = D(\\tanh')\\,W$\nevery entry through $W$",
@@ -421,7 +423,7 @@ def jacobian_blocks(n=12, seed=0):
                 bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="none", alpha=0.85))
     ax.set_xticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_{t-1}$", "$c_{t-1}$"])
     ax.set_yticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_t$", "$c_t$"])
-    fig.colorbar(im, ax=axes, shrink=0.7, label="|entry|")
+    fig.colorbar(im, ax=axes, shrink=0.7, label="|entry| (log scale)")
     return fig
 
 
