@@ -64,16 +64,16 @@ def copy_timeline(T=TIMELINE_T, seed=TIMELINE_SEED):
     ax.text(0.05, -0.42, f"each symbol is written out T + 10 = {lag} steps after it was read",
             fontsize=8.5, color=_ORANGE, ha="left", va="center")
 
-    # the phases of the input, bracketed below the targets
+    # the phases of the sequence in time (both rows), bracketed below the targets
     def bracket(t0, t1, label):
         x0, x1, yb = t0 * w + 0.04, (t1 + 1) * w - 0.04, -1.3
         ax.plot([x0, x0, x1, x1], [yb + 0.08, yb, yb, yb + 0.08], color=_INK, lw=0.8)
         ax.text((x0 + x1) / 2, yb - 0.2, label, ha="center", va="top", fontsize=8, color=_INK)
 
-    bracket(0, NUM_RECALL - 1, f"{NUM_RECALL} symbols from 8\n(the network reads them)")
-    bracket(NUM_RECALL, T + NUM_RECALL - 2, f"T − 1 = {T - 1} blanks\n(wait)")
+    bracket(0, NUM_RECALL - 1, f"steps 1–{NUM_RECALL}: read {NUM_RECALL} symbols\n(targets blank)")
+    bracket(NUM_RECALL, T + NUM_RECALL - 2, f"wait: T − 1 = {T - 1}\nblank inputs")
     bracket(T + NUM_RECALL - 1, T + NUM_RECALL - 1, "go")
-    bracket(T + NUM_RECALL, L - 1, f"{NUM_RECALL} steps: write the symbols\nout, in order")
+    bracket(T + NUM_RECALL, L - 1, f"last {NUM_RECALL} steps: write the\nsymbols out, in order")
     ax.text(-1.5, 1.2, f"copying memory, T = {T}: {L} steps; the targets are blank (·) until the "
             "recall steps", fontsize=9.5, fontweight="bold", color=_INK, va="center")
     return fig
