@@ -80,6 +80,7 @@ FIGURES = {
     "memory_loop": (memory.memory_loop, "book/memory/figures/memory_loop.svg"),
     "memory_deque_columns": (memory.deque_columns, "book/memory/figures/deque_columns.svg"),
     "memory_read_intervals": (memory.read_intervals, "book/memory/figures/read_intervals.svg"),
+    "memory_step_graph": (memory.step_graph, "book/memory/figures/step_graph.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

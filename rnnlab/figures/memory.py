@@ -14,7 +14,8 @@ sums of the pop's backward pass on the example of ``02_backward_dynamics``, and
 a memory (a controller emitting d_t, u_t, v_t and seeing the read r_t at the next step),
 ``deque_columns`` the deque's worked example in the package's 2T fixed columns, and
 ``read_intervals`` the read of ``read_backward`` as depth intervals, with a little strength
-added above and at the row where the read runs out.
+added above and at the row where the read runs out. ``step_graph`` draws one step of a stack as a
+computational graph, forwards and backwards (eq. eq-mem-bptt).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ __all__ = ["EXAMPLE_D", "EXAMPLE_U", "DEQUE_D_BOTTOM", "DEQUE_U_BOTTOM", "BACKWA
            "BACKWARD_G", "stack_steps", "queue_steps", "deque_steps", "controller", "pop_backward",
            "READ_D", "READ_GAMMA", "read_backward", "backward_read_example", "example_steps",
            "example_deque", "stack_intervals", "reversal_controls", "reversal_timing", "memory_loop",
-           "deque_columns", "READ_EPS", "read_intervals"]
+           "deque_columns", "READ_EPS", "read_intervals", "step_graph"]
 
 EXAMPLE_D = (0.8, 0.5, 0.9)
 """The push strengths d_1, d_2, d_3 of the worked example of book/memory/01_stack_queue_deque."""
@@ -714,4 +715,45 @@ def read_intervals():
         if k:
             ax.plot([x0 - 0.5, x0 - 0.5], [-3.3, 0.65], color="#dddddd", lw=0.8)
     ax.text(-0.45, -scale + 0.04, "depth 1", ha="left", va="bottom", fontsize=7, color=_RED)
+    return fig
+
+
+def step_graph():
+    """One step t of a stack as a computational graph: forwards (blue) the old rows
+    s_{t-1} go through the pop u_t and the push (d_t, v_t) to the rows s_t, which feed the
+    read r_t and the pop u_{t+1} of the next step; backwards (orange) the gradient of s_t
+    collects rho_t from the read and P_{t+1}^T from the next pop (eq. eq-mem-bptt), gives
+    dL/dd_t from the new row, and goes back through the pop u_t to the old rows."""
+    fig, ax = _canvas(10, 3.3, (0, 10), (0, 3.3))
+    y = 2.3
+    nodes = [(0.8, "old rows\n$s_{t-1}$", _GREY_FILL, _INK), (2.6, "pop $u_t$", "white", _BLUE),
+             (4.4, "push\n$d_t$, $v_t$", "white", _BLUE), (6.2, "rows $s_t$\n($t$ rows)", _GREY_FILL, _INK),
+             (8.0, "read", "white", _BLUE)]
+    for x, text, fc, ec in nodes:
+        _box(ax, x, y, 1.2, 0.62, text, fc=fc, ec=ec, fontsize=8.5)
+    for (x0, *_), (x1, *_) in zip(nodes, nodes[1:]):
+        _arrow(ax, (x0 + 0.62, y + 0.08), (x1 - 0.62, y + 0.08), color=_BLUE)
+    _box(ax, 9.4, y, 0.8, 0.5, "$r_t$", fc=_ORANGE_FILL, ec=_ORANGE)
+    _arrow(ax, (8.62, y + 0.08), (9.0, y + 0.08), color=_BLUE)
+    _box(ax, 8.0, 0.9, 1.6, 0.62, "pop $u_{t+1}$\n(step $t + 1$)", fc="white", ec=_BLUE)
+    _arrow(ax, (9.0, y - 0.14), (8.62, y - 0.14), color=_ORANGE, lw=1.3)
+    ax.text(8.85, y - 0.5, r"$\bar r_t$", color=_ORANGE, ha="center", fontsize=9)
+    _arrow(ax, (6.5, y - 0.32), (7.2, 1.05), color=_BLUE)
+    # backwards, in orange, below the forward arrows
+    back = dict(color=_ORANGE, lw=1.3)
+    _arrow(ax, (7.4, y - 0.14), (6.82, y - 0.14), **back)
+    ax.text(7.1, y - 0.5, r"$\rho_t$", color=_ORANGE, ha="center", fontsize=9)
+    _arrow(ax, (7.2, 0.75), (6.35, y - 0.33), rad=-0.25, **back)
+    ax.text(6.55, 1.0, r"$P_{t+1}^{\top}$", color=_ORANGE, ha="center", fontsize=9)
+    _arrow(ax, (5.6, y - 0.14), (5.02, y - 0.14), **back)
+    ax.text(5.3, y - 0.55, r"$\bar s_t[t]$" + "\n" + r"$= \partial L/\partial d_t$", color=_ORANGE,
+            ha="center", fontsize=8)
+    _arrow(ax, (3.8, y - 0.14), (3.22, y - 0.14), **back)
+    _arrow(ax, (2.0, y - 0.14), (1.42, y - 0.14), **back)
+    ax.text(2.6, y - 0.75, r"$P_t^{\top}$: $\partial L/\partial u_t$," + "\n" + r"$\bar s_{t-1}$ for step $t - 1$",
+            color=_ORANGE, ha="center", fontsize=8)
+    ax.text(6.2, 3.05, r"$\bar s_t = \rho_t + P_{t+1}^{\top}(\ldots)$", color=_ORANGE, ha="center", fontsize=9)
+    ax.text(0.15, 0.25, "forwards (blue): pop, push, read; backwards (orange): the rows' gradient "
+            "collects the read's and the next pop's, then runs back through the push and the pop",
+            fontsize=8, color=_INK, va="center")
     return fig
