@@ -12,9 +12,10 @@ import torch
 from rnnlab.checks import evaluate, exercises, get
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_copy_memory", "lds/04_speed"]
+NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_modal_stack", "lds/04_copy_memory",
+             "lds/05_speed"]
 LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-miss",
-          "ex-ldstack-h0", "ex-ldstack-by-hand", "ex-ldstack-newton", "ex-ldstack-odd", "ex-copy-partial", "ex-copy-fft",
+          "ex-ldstack-h0", "ex-ldstack-newton", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-partial", "ex-copy-fft",
           "ex-copy-angles", "ex-copy-hand",
           "ex-speed-batch", "ex-scans-chunks", "ex-speed-layer"]
 

@@ -6,7 +6,8 @@ import torch
 from rnnlab.checks import evaluate, exercises
 
 LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls", "ex-mem-deque-pops",
-          "ex-mem-fractional", "ex-mem-pop-grad", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-push-reach",
+          "ex-mem-fractional", "ex-mem-pop-grad", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-deque-backward",
+          "ex-mem-push-reach",
           "ex-mem-stack-bptt", "ex-mem-pop-steps", "ex-mem-queue-step", "ex-mem-lifetime"]
 
 
@@ -202,6 +203,31 @@ def test_queue_pop_gradients_right_answer_passes():
         c = torch.where(x > 0, gy, torch.zeros_like(g))
         return gy + _above(c), float(-c.sum())
     assert evaluate("ex-mem-queue-backward", right).status == "passed"
+
+
+def _deque_pop_grads(s_prev, u_top, u_bot, g, bottom_flipped=True):
+    def back(s, u, g):                       # a pop from the top, backwards (stages B-D)
+        x = u - _above(s)
+        y = s - torch.clamp(x, min=0)
+        gy = torch.where(y > 0, g, torch.zeros_like(g))
+        c = torch.where(x > 0, gy, torch.zeros_like(g))
+        return gy + (torch.cumsum(c, 0) - c), float(-c.sum())
+    s_mid = torch.relu(s_prev - torch.relu(u_top - _above(s_prev)))
+    if bottom_flipped:
+        g_mid, g_ub = back(s_mid.flip(0), u_bot, g.flip(0))
+        g_mid = g_mid.flip(0)
+    else:                                    # the bottom pop run backwards as if from the top
+        g_mid, g_ub = back(s_mid, u_bot, g)
+    g_old, g_ut = back(s_prev, u_top, g_mid)
+    return g_old, g_ut, g_ub
+
+
+def test_deque_pop_gradients_without_flipping_the_bottom_pop_fail():
+    _fails("ex-mem-deque-backward", lambda *a: _deque_pop_grads(*a, bottom_flipped=False), "case 1 of 5")
+
+
+def test_deque_pop_gradients_right_answer_passes():
+    assert evaluate("ex-mem-deque-backward", _deque_pop_grads).status == "passed"
 
 
 def _bptt(v, d, u, g_r, *, through_time=True, pops=True):

@@ -14,7 +14,7 @@ from rnnlab.checks import evaluate, exercises, get
 from rnnlab.kernels import scan_algorithms as sa
 
 LABELS = ["ex-scans-counts", "ex-scans-segmented", "ex-scans-flip", "ex-scans-shared"]
-# ex-scans-chunks moved with the CUDA kernels to book/lds/04_speed (rnnlab/checks/lds.py); its wrong
+# ex-scans-chunks moved with the CUDA kernels to book/lds/05_speed (rnnlab/checks/lds.py); its wrong
 # answers are still tested below.
 
 

@@ -74,8 +74,8 @@ def test_check_fails_on_a_stale_page(tmp_path):
 
 def test_a_summarys_links_are_rebased_to_the_plans_page():
     """A summary bullet links pages relative to its chapter; teaching.md lives one folder up."""
-    text = "see {doc}`05_reproducing`, {doc}`the cells <01_cells>` and {doc}`x <../lds/01_modal_form>`"
-    assert plan._rebase_docs(text, "lowrank") == ("see {doc}`lowrank/05_reproducing`, {doc}`the cells "
+    text = "see {doc}`06_reproducing`, {doc}`the cells <01_cells>` and {doc}`x <../lds/01_modal_form>`"
+    assert plan._rebase_docs(text, "lowrank") == ("see {doc}`lowrank/06_reproducing`, {doc}`the cells "
                                                  "<lowrank/01_cells>` and {doc}`x <lds/01_modal_form>`")
     for line in (ROOT / "book" / "teaching.md").read_text(encoding="utf8").splitlines():
         for m in plan.DOC_ROLE.finditer(line):

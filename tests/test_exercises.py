@@ -292,6 +292,16 @@ def _pop_grads(s_prev, u, g, queue):
     return s.grad.numpy(), float(uu.grad)
 
 
+def _deque_pop_grads(s_prev, u_top, u_bot, g):
+    """The deque's two pops backwards, in reverse order: the bottom pop (the queue's direction) on
+    what the top pop left, then the top pop, each through _pop_grads."""
+    s = np.asarray(s_prev, dtype=float)
+    s_mid = np.maximum(0.0, s - np.maximum(0.0, u_top - (s[::-1].cumsum()[::-1] - s)))
+    g_mid, g_ub = _pop_grads(s_mid, u_bot, g, queue=True)
+    g_old, g_ut = _pop_grads(s, u_top, g_mid, queue=False)
+    return g_old, g_ut, g_ub
+
+
 def _stack_rows(v, d, u):
     """A neural stack written row by row in NumPy (eq. 1-3): the reads, one step a row."""
     rows, reads = [], []
@@ -872,6 +882,7 @@ INDEPENDENT = {
     # d + j (d - u) <= 1; a pop of at least d empties it at once
     "ex-mem-push-reach": lambda d, u: math.floor((1 - d) / (d - u)) if u < d else 0,
     "ex-mem-queue-backward": lambda s, u, g: _pop_grads(_t(s), u, _t(g), queue=True),
+    "ex-mem-deque-backward": lambda s, ut, ub, g: _deque_pop_grads(_t(s), ut, ub, _t(g)),
     "ex-mem-stack-bptt": _stack_bptt_fd,
     "ex-mem-pop-steps": _exact_pops,
     "ex-mem-queue-step": _queue_step,

@@ -17,7 +17,7 @@ the fastest of a few calls: a practical peak and bandwidth, not the data
 sheet's.
 
 :func:`step_cost` is the book's counting model of one forward time step of
-the whole batch (``book/lds/04_speed.ipynb``), float32 numbers (4 bytes) and
+the whole batch (``book/lds/05_speed.ipynb``), float32 numbers (4 bytes) and
 complex64 ones (8 bytes), a multiply-add counted as 2 operations:
 
 ``lds``    the scan ``s_t = λ s_{t-1} + u_t`` on the H/2 complex channels

@@ -333,11 +333,11 @@ def _second_layer_cases():
 
 
 exercise(
-    "ex-ldstack-by-hand", notebook="lds/02_ldstack", name="second_layer",
+    "ex-ldstack-by-hand", notebook="lds/03_modal_stack", name="second_layer",
     answers=("rnnlab.kernels.stack_scan_torch:modal_stack_scan_ref",),
     signature="second_layer(lam, drive)",
     reference=_second_layer_reference, cases=_second_layer_cases,
-    difficulty=2,
+    difficulty=1,
     hint="layer 1 is linear_scan(lam, drive); layer 2 scans the transitions "
          "modal_transitions(layer1, lam) over the same drive.")
 
@@ -408,7 +408,7 @@ def _sign_xor_cases():
 
 
 exercise(
-    "ex-ldstack-odd", notebook="lds/02_ldstack", name="sign_xor_task",
+    "ex-ldstack-odd", notebook="lds/03_modal_stack", name="sign_xor_task",
     signature="sign_xor_task(n, seed, T=20)",
     reference=_sign_xor_reference, cases=_sign_xor_cases,
     difficulty=3,
@@ -416,7 +416,7 @@ exercise(
          "b to 2b - 1; the targets are the XOR of the bits, unchanged.")
 
 
-# ----------------------------------------------------------------- 03_copy_memory
+# ----------------------------------------------------------------- 04_copy_memory
 
 def _partial_memory_reference(T, known):
     # blanks and the known symbols cost 0; each of the other 10 - known recall steps ln 8
@@ -432,7 +432,7 @@ def _partial_memory_cases():
 
 
 exercise(
-    "ex-copy-partial", notebook="lds/03_copy_memory", name="partial_memory_loss",
+    "ex-copy-partial", notebook="lds/04_copy_memory", name="partial_memory_loss",
     signature="partial_memory_loss(T, known)",
     reference=_partial_memory_reference, cases=_partial_memory_cases,
     difficulty=1,
@@ -471,7 +471,7 @@ def _causal_conv_cases():
 
 
 exercise(
-    "ex-copy-fft", notebook="lds/03_copy_memory", name="causal_conv",
+    "ex-copy-fft", notebook="lds/04_copy_memory", name="causal_conv",
     signature="causal_conv(u, K)",
     reference=_causal_conv_reference, cases=_causal_conv_cases, rtol=1e-9, atol=1e-9,
     difficulty=2,
@@ -494,7 +494,7 @@ def _expected_peak_cases():
 
 
 exercise(
-    "ex-copy-angles", notebook="lds/03_copy_memory", name="expected_peak",
+    "ex-copy-angles", notebook="lds/04_copy_memory", name="expected_peak",
     signature="expected_peak(tau, sigma)",
     reference=_expected_peak_reference, cases=_expected_peak_cases,
     difficulty=2,
@@ -552,7 +552,7 @@ def _copier_cases():
 
 
 exercise(
-    "ex-copy-hand", notebook="lds/03_copy_memory", name="hand_copier",
+    "ex-copy-hand", notebook="lds/04_copy_memory", name="hand_copier",
     fixed=True,
     signature="hand_copier(delay)",
     reference=_copier_reference, cases=_copier_cases, compare=_copier_compare, difficulty=3,
@@ -563,11 +563,11 @@ exercise(
            "powers repeat every 10 or 20 lags.",))
 
 
-# ----------------------------------------------------------------- 04_speed (the Performance page)
+# ----------------------------------------------------------------- 05_speed (the Performance page)
 # The counts are those of the page (rnnlab.bench.roofline.step_cost, the package's counting model);
 # the roofline's time is max(operations / peak, bytes / bandwidth).
 
-NB4 = "lds/04_speed"
+NB4 = "lds/05_speed"
 # Two roofs for the cases: the committed measurement the page's figure draws, and round ones.
 _BOOK_ROOFS = (39.7e9, 3.96e9)
 _ROUND_ROOFS = (100e9, 20e9)

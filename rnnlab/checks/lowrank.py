@@ -9,6 +9,7 @@ from .core import Case, exercise, hidden
 NB1 = "lowrank/01_cells"
 NB2 = "lowrank/02_spectra"
 NB3 = "lowrank/03_jacobians_memory"
+NB3B = "lowrank/04_rank_and_memory"
 
 
 def _t(values):
@@ -328,8 +329,8 @@ def _constant_horizon_cases():
 exercise(
     "ex-lr-linear-horizon", notebook=NB3, name="constant_horizon", signature="constant_horizon(A, T)",
     reference=_constant_horizon_reference, cases=_constant_horizon_cases, rtol=1e-6, atol=1e-9, difficulty=1,
-    hint="Stack T copies of A, torch.stack([A] * T), and take the page's horizon of their products: "
-         "-1 / horizon_slope(cumulative_log_norms(stacked)).")
+    hint="Multiply P = P @ A T times and keep log ||P||_F after each; fit a line (np.polyfit) "
+         "through k = ceil(T/2) ... T and return -1 / slope.")
 
 
 def _highway_horizon_reference(Js):
@@ -365,7 +366,7 @@ def _highway_horizon_cases():
 
 
 exercise(
-    "ex-lr-loops", notebook=NB3, name="highway_horizon", signature="highway_horizon(Js)",
+    "ex-lr-loops", notebook=NB3B, name="highway_horizon", signature="highway_horizon(Js)",
     reference=_highway_horizon_reference, cases=_highway_horizon_cases, rtol=1e-6, atol=1e-9, difficulty=2,
     hint="Js is (T, 2n, 2n), J_1 first. Zero the three blocks other than the bottom-right (c, c) block, then "
          "take the page's horizon of the products: -1 / horizon_slope(cumulative_log_norms(cut)).")
@@ -403,7 +404,7 @@ def _growth_rate_cases():
 
 
 exercise(
-    "ex-lr-mixing", notebook=NB3, name="growth_rate", signature="growth_rate(Js)",
+    "ex-lr-mixing", notebook=NB3B, name="growth_rate", signature="growth_rate(Js)",
     reference=_growth_rate_reference, cases=_growth_rate_cases, rtol=1e-8, atol=1e-10, difficulty=2,
     hint="Js = [J_1, ..., J_T]; return log‖J_T ⋯ J_1‖_F / T. A product of thousands of steps underflows: after "
          "each multiplication divide the running product by its norm and add the log of that norm to a sum.")
@@ -425,7 +426,7 @@ def _shortening_interval_cases():
 
 
 exercise(
-    "ex-lr-loop-sign", notebook=NB3, name="shortening_interval", signature="shortening_interval(a, f)",
+    "ex-lr-loop-sign", notebook=NB3B, name="shortening_interval", signature="shortening_interval(a, f)",
     reference=_shortening_interval_reference, cases=_shortening_interval_cases, rtol=1e-9, atol=1e-12,
     difficulty=3,
     hint="Return (low, high): the loop shortens the horizon for low < pq < high. Two regimes: real eigenvalues, "
@@ -435,7 +436,7 @@ exercise(
 
 # ----------------------------------------------------------------- 04: closed-loop control
 
-NB4 = "lowrank/04_closed_loop"
+NB4 = "lowrank/05_closed_loop"
 
 
 def _velocity_reference(obs_prev, obs, dt):

@@ -12,6 +12,7 @@ from .core import Case, close, exercise, hidden
 
 NB1 = "memory/01_stack_queue_deque"
 NB2 = "memory/02_backward_dynamics"
+NB2B = "memory/03_initialisation"
 
 
 def _t(values):
@@ -356,6 +357,42 @@ exercise(
          "a partly popped row sends its gradient to those rows, not to the rows behind it.")
 
 
+def _deque_pop_grad_reference(s_prev, u_top, u_bot, g):
+    """Autograd through the deque's two pops (the top pop, then the bottom pop on what it left)."""
+    import torch
+
+    from rnnlab.kernels import memory_torch
+
+    s_prev = s_prev.clone().requires_grad_()
+    ut = torch.tensor([u_top], dtype=s_prev.dtype, requires_grad=True)
+    ub = torch.tensor([u_bot], dtype=s_prev.dtype, requires_grad=True)
+    s = memory_torch.pop(memory_torch.pop(s_prev[None], ut, "top"), ub, "front")[0]
+    grad_s, grad_ut, grad_ub = torch.autograd.grad(s, (s_prev, ut, ub), g)
+    return grad_s, float(grad_ut[0]), float(grad_ub[0])
+
+
+def _deque_pop_grad_cases():
+    return [
+        Case((_t([0.4, 0.3, 0.5, 0.2]), 0.5, 0.6, _t([1.0, -2.0, 3.0, 0.5])),
+             show="s' = (0.4, 0.3, 0.5, 0.2), u_top = 0.5, u_bot = 0.6: two different rows"),
+        Case((_t([0.3, 0.8, 0.5]), 0.9, 0.5, _t([1.0, 2.0, -1.0])),
+             show="s' = (0.3, 0.8, 0.5), u_top = 0.9, u_bot = 0.5: both run out in row 2"),
+        Case((_t([0.3, 0.2, 0.1]), 0.5, 0.4, _t([1.0, 1.0, 1.0])), show="u_top + u_bot above the total"),
+        Case((_t([0.5]), 0.2, 0.2, _t([3.0])), show="one row, popped from both ends"),
+        Case((_t([0.6, 0.4, 0.7, 0.3]), 0.2, 0.1, _t([2.0, -1.0, 0.5, 4.0])),
+             show="small pops: each runs out in its end row"),
+    ]
+
+
+exercise(
+    "ex-mem-deque-backward", notebook=NB2, name="deque_pop_gradients",
+    answers=("rnnlab.kernels.memory_torch:_pop",),
+    signature="deque_pop_gradients(s_prev, u_top, u_bot, g)",
+    reference=_deque_pop_grad_reference, cases=_deque_pop_grad_cases, difficulty=2,
+    hint="Go back in the reverse order of the forward: first the bottom pop (a pop from the other end: "
+         "its running sum runs down), which gives the gradient between the two pops, then the top pop.")
+
+
 def _push_reach_reference(d, u, T=24, t0=1):
     """How many later reads depend on a push, measured: autograd through the stack with every
     push d and every pop u, counting the steps t > t0 whose read has a nonzero derivative in d_t0."""
@@ -397,7 +434,7 @@ def _push_reach_compare(got, expected):
 
 
 exercise(
-    "ex-mem-push-reach", notebook=NB2, name="push_reach", signature="push_reach(d, u)",
+    "ex-mem-push-reach", notebook=NB2B, name="push_reach", signature="push_reach(d, u)",
     reference=_push_reach_reference, cases=_push_reach_cases, compare=_push_reach_compare, difficulty=3,
     hint="with constant controls the stack settles after one step: the top row holds d and every row "
          "below it d - u. A push is felt by a later read while its row is read whole.")
@@ -457,7 +494,7 @@ exercise(
 
 # ----------------------------------------------------------------- 03: transduction
 
-NB3 = "memory/03_transduction"
+NB3 = "memory/04_transduction"
 
 
 def _pops_reference(m, same_step):

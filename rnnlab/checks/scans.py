@@ -182,7 +182,7 @@ exercise(
 
 
 # ex-scans-chunks (the chunked scan's depth) moved with the CUDA kernels to the Performance page,
-# book/lds/04_speed: it is declared in rnnlab/checks/lds.py.
+# book/lds/05_speed: it is declared in rnnlab/checks/lds.py.
 
 
 # ------------------------------------------------------------ hidden cases (python -m rnnlab grade)

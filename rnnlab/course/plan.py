@@ -40,24 +40,27 @@ PLANS = {
         ("Recurrent networks as dynamical systems", ["scans/00_dynamical_systems"]),
         ("Linear recurrences as parallel scans", ["scans/01_associative_scan", "scans/02_gradients_and_kernels"]),
         ("The modal form of a linear dynamical system", ["lds/01_modal_form"]),
-        ("Stacks of linear systems; long memory", ["lds/02_ldstack", "lds/03_copy_memory"]),
+        ("Stacks of linear systems; long memory",
+         ["lds/02_ldstack", "lds/03_modal_stack", "lds/04_copy_memory"]),
         ("Differentiable stacks, queues and deques", ["memory/01_stack_queue_deque"]),
-        ("Learning with a differentiable memory", ["memory/02_backward_dynamics", "memory/03_transduction"]),
+        ("Learning with a differentiable memory",
+         ["memory/02_backward_dynamics", "memory/03_initialisation", "memory/04_transduction"]),
         ("Low-rank and sparse recurrent weights", ["lowrank/01_cells", "lowrank/02_spectra"]),
-        ("Memory horizons and closed-loop control", ["lowrank/03_jacobians_memory", "lowrank/04_closed_loop"]),
+        ("Memory horizons and closed-loop control",
+         ["lowrank/03_jacobians_memory", "lowrank/04_rank_and_memory", "lowrank/05_closed_loop"]),
         ("Contraction and the theorems that certify it",
-         ["contraction/01_contraction_in_one_page", "contraction/02_six_theorems"]),
+         ["contraction/01_contraction_in_one_page", "contraction/02_discrete_time", "contraction/03_six_theorems"]),
         ("Where constant metrics fail; stable networks of networks",
-         ["contraction/03_counterexamples", "contraction/04_networks_of_networks",
-          "contraction/05_training_combo_nets"]),
+         ["contraction/04_counterexamples", "contraction/05_networks_of_networks",
+          "contraction/06_training_combo_nets"]),
     ],
     "5": [
         ("Recurrences as dynamical systems and as scans", ["scans/00_dynamical_systems", "scans/01_associative_scan"]),
-        ("Linear dynamical systems and long memory", ["lds/01_modal_form", "lds/03_copy_memory"]),
-        ("Differentiable memories", ["memory/01_stack_queue_deque", "memory/03_transduction"]),
+        ("Linear dynamical systems and long memory", ["lds/01_modal_form", "lds/04_copy_memory"]),
+        ("Differentiable memories", ["memory/01_stack_queue_deque", "memory/04_transduction"]),
         ("Low-rank recurrent weights", ["lowrank/01_cells", "lowrank/03_jacobians_memory"]),
         ("Contraction and stable networks of networks",
-         ["contraction/01_contraction_in_one_page", "contraction/04_networks_of_networks"]),
+         ["contraction/01_contraction_in_one_page", "contraction/05_networks_of_networks"]),
     ],
 }
 REGION = re.compile(r"(?P<open><!-- plan: (?P<name>\w+) -->\n)(?P<body>.*?)(?P<close><!-- end plan -->)", re.S)
@@ -104,7 +107,7 @@ DOC_ROLE = re.compile(r"\{doc\}`(?P<text>[^`<]*?)(?:\s*<(?P<target>[^>`]+)>)?`")
 
 def _rebase_docs(text, chapter):
     """``text`` with its ``{doc}`` targets, relative to a page of ``chapter``, made relative to
-    ``book/`` (where the plan's page lives): ``05_reproducing`` -> ``lowrank/05_reproducing``."""
+    ``book/`` (where the plan's page lives): ``06_reproducing`` -> ``lowrank/06_reproducing``."""
     import posixpath
 
     def fix(m):

@@ -28,12 +28,12 @@ import pathlib
 
 from . import contraction, lowrank, scans
 from . import contraction_lessons  # ctr/01's on-ramp ellipse, ctr/02's Venn diagram and Theorem 4's rescaling
-from . import combo_training  # the Euler spiral of book/contraction/05_training_combo_nets
+from . import combo_training  # the Euler spiral of book/contraction/06_training_combo_nets
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
 from . import lowrank_cells  # the LSTM and GRU steps and one GRU step backward of book/lowrank/01_cells
-from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/03_copy_memory
-from . import performance  # the roofline of book/lds/04_speed, the Performance page
+from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/04_copy_memory
+from . import performance  # the roofline of book/lds/05_speed, the Performance page
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 

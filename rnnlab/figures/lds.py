@@ -7,7 +7,7 @@ that the package's ``monic_coefficients`` computes from the eigenvalues,
 and in modal form, four independent modes, each a point turning by its angle
 and shrinking by its radius at every step, driven with the weights ``B'``
 of ``modal_input_weights``. ``paper_lds`` draws the copying-memory model of
-``03_copy_memory`` with the sizes of ``rnnlab.experiments.copy_memory.paper_lds``;
+``04_copy_memory`` with the sizes of ``rnnlab.experiments.copy_memory.paper_lds``;
 ``ldstack_staircase`` the layers and steps of an LDStack of depth
 :data:`STAIRCASE_DEPTH` and the corrections that the exactness proof of
 ``02_ldstack`` walks along; ``ldstack_schedules`` the two orders in which
@@ -133,7 +133,7 @@ def companion_modal():
     return fig
 
 
-# ------------------------------------------------------------------ 03_copy_memory
+# ------------------------------------------------------------------ 04_copy_memory
 
 def paper_lds(blocks=10, modes=16, tokens=10):
     """The copying-memory model: one-hot tokens, the mixing E, ten single-input
@@ -210,7 +210,7 @@ def ldstack_staircase(depth=STAIRCASE_DEPTH):
 def ldstack_schedules(depth=4, steps=8):
     """Two schedules for the layers × steps grid of an LDStack, as a matplotlib Figure.
 
-    Each cell (layer k, step t) holds the parallel rounds in which it is
+    Each cell (layer i, step t) holds the parallel rounds in which it is
     computed; cells of one round are computed at the same time, and both panels
     share one colour scale (the last round of a cell). Left: layer by layer,
     layer k is one linear scan over all ``steps``, ⌈log₂ T⌉ rounds for a
@@ -232,7 +232,7 @@ def ldstack_schedules(depth=4, steps=8):
     panels = (
         (last, by_layer,
          f"layer by layer: {depth} scans of log₂T = {rounds} rounds each,\n"
-         f"one after another: {depth * rounds} rounds in all"),
+         f"one after another: {depth * rounds} rounds (+ {depth - 1} for the α)"),
         (by_step, [[str(v) for v in row] for row in by_step],
          f"one pass (the package's LDStack): {steps} rounds in all,\n"
          f"round t = step t, all {depth} layers advance together"),
@@ -247,7 +247,7 @@ def ldstack_schedules(depth=4, steps=8):
         ax.set_xticks(range(1, steps + 1))
         ax.set_yticks(range(1, depth + 1))
         ax.set_xlabel("step t")
-        ax.set_ylabel("layer k")
+        ax.set_ylabel("layer i")
         ax.set_title(title, fontsize=9.5)
         ax.grid(False)
         for v in np.arange(0.5, steps + 1):

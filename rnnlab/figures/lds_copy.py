@@ -1,4 +1,4 @@
-"""The copying-memory task of ``book/lds/03_copy_memory`` drawn as a timeline.
+"""The copying-memory task of ``book/lds/04_copy_memory`` drawn as a timeline.
 
 ``copy_timeline`` draws one sequence of the package's task
 (:func:`rnnlab.tasks.copy_memory.copy_memory` with ``T = TIMELINE_T`` and

@@ -5,7 +5,7 @@ Drawn from the package's own numbers: :func:`wrec_matrices` and
 :func:`rnnlab.models.init_recurrent` (the orthogonal initialisation of
 appendix A.10, seeded), so the pictures show what the pages measure;
 :func:`cfc_heads` draws the CfC cell of :mod:`rnnlab.models.cells`, and
-:func:`imitation_pipeline` the experiment of ``04_closed_loop`` with the
+:func:`imitation_pipeline` the experiment of ``05_closed_loop`` with the
 settings of :mod:`rnnlab.experiments.imitation` (100 expert episodes,
 windows of 50 steps, shifts on 10 % of the steps).
 """
@@ -249,7 +249,7 @@ def eigenvalue_clouds():
     return fig
 
 
-# ------------------------------------------------------------------ 04_closed_loop
+# ------------------------------------------------------------------ 05_closed_loop
 
 def imitation_pipeline():
     """The experiment of the paper (A.9-A.11) as a pipeline: the expert's
@@ -266,7 +266,7 @@ def imitation_pipeline():
             weight="bold")
     y = 3.15
     steps = (("expert\nsees the whole state", 1.1, _GREY_FILL),
-             ("recorded episodes\n(observation, action)\n100 × 200 steps", 3.55, _GREY_FILL),
+             ("100 recorded\nepisodes\n(observation, action)", 3.55, _GREY_FILL),
              ("offline fit\nMSE to the expert's actions\non the expert's states", 6.35, _BLUE_FILL),
              ("trained recurrent\npolicy (rank r,\nsparsity s)", 9.2, _BLUE_FILL))
     for k, (text, x, fc) in enumerate(steps):
@@ -288,12 +288,12 @@ def imitation_pipeline():
             va="bottom")
     _arrow(ax, (9.2, y - 0.53), (9.2, ye + 0.48), color=_GREEN)
     ax.text(9.3, 1.85, "the same\nweights", fontsize=7.5, va="center")
-    ax.text(10.35, ye, "score: the return,\nnormalised by\nthe expert's under\nthe same shift",
+    ax.text(10.35, ye, "score: the return,\nnormalised by the\nexpert's and the zero\npolicy's under the\nsame shift",
             fontsize=7.8, ha="left", va="center", color=_GREEN)
     return fig
 
 
-# ------------------------------------------------------------------ 05_reproducing
+# ------------------------------------------------------------------ 06_reproducing
 
 HALFCHEETAH_CELLS = {"cfc": ("CfC", "C3"), "lstm": ("LSTM", "C1"), "rnn": ("RNN", "C0"), "gru": ("GRU", "C2")}
 """Name and colour of each cell in the HalfCheetah figures (the colours of the pendulum's grid)."""
@@ -374,14 +374,18 @@ def halfcheetah_budget(hc, full):
 # ------------------------------------------------------------------ 03_jacobians_memory
 
 def jacobian_blocks(n=12, seed=0):
-    """The one-step Jacobians of an RNN and of an LSTM (its whole state
-    ``(h, c)``), drawn entry by entry: the RNN's is one dense block, every entry
-    through ``W_rec``; the LSTM's ``2n x 2n`` matrix has four blocks, and the
-    ``c``-to-``c`` block is the diagonal ``D(f)``, the path on which the cell
-    state is carried forward without a recurrent matrix. Real Jacobians of the
-    package's cells (hidden ``n``, input 4, full rank, dense, seeded) at a
-    random input and state, from :func:`rnnlab.theory.jacobians.recurrent_jacobian`."""
+    """The one-step Jacobians of the four cells, drawn entry by entry: the
+    RNN's and the CfC's are dense, every entry through a recurrent matrix; the
+    GRU's has the term ``D(z)`` on its diagonal; the LSTM's ``2n x 2n`` matrix
+    (its whole state ``(h, c)``) has four blocks, and the ``c``-to-``c`` block
+    is the diagonal ``D(f)``, the path on which the cell state is carried
+    forward without a recurrent matrix. Real Jacobians of the package's cells
+    (hidden ``n``, input 4, full rank, dense, seeded) at a random input and
+    state, from :func:`rnnlab.theory.jacobians.recurrent_jacobian`. Exact zeros
+    are white; every other entry is grey to black, on a log scale."""
+    import matplotlib
     import torch
+    from matplotlib.colors import ListedColormap
 
     from ..models import CELLS
     from ..theory.jacobians import recurrent_jacobian
@@ -390,24 +394,31 @@ def jacobian_blocks(n=12, seed=0):
     x = torch.randn(1, 4, generator=gen, dtype=torch.float64)
     h = 0.5 * torch.randn(1, n, generator=gen, dtype=torch.float64)
     c = 0.5 * torch.randn(1, n, generator=gen, dtype=torch.float64)
-    rnn = CELLS["rnn"](4, n, seed=seed).double()
+    J = {}
+    for kind in ("rnn", "gru", "cfc"):
+        J[kind] = recurrent_jacobian(CELLS[kind](4, n, seed=seed).double(), x, h)[0].abs().detach().numpy()
     lstm = CELLS["lstm"](4, n, seed=seed).double()
-    J_rnn = recurrent_jacobian(rnn, x, h)[0].abs().detach().numpy()
-    J_lstm = recurrent_jacobian(lstm, x, (h, c), full_state=True)[0].abs().detach().numpy()
-    vmax = max(J_rnn.max(), J_lstm.max())
+    J["lstm"] = recurrent_jacobian(lstm, x, (h, c), full_state=True)[0].abs().detach().numpy()
+    vmax = max(A.max() for A in J.values())
+    # grey (the floor, 1e-3 vmax, and below) to black; exact zeros masked, drawn white
+    cmap = ListedColormap(matplotlib.colormaps["Greys"](np.linspace(0.15, 1.0, 256)))
+    cmap.set_bad("white")
 
-    fig = Figure(figsize=(10, 4.6), layout="constrained")
-    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
-    for ax, J in zip(axes, (J_rnn, J_lstm)):
-        # a log scale: the small "through W" entries stay visible beside D(f)
-        im = ax.imshow(J, cmap="Greys", norm=LogNorm(vmin=vmax * 1e-3, vmax=vmax, clip=True))
+    fig = Figure(figsize=(11, 4.4), layout="constrained")
+    axes = fig.subplots(1, 4, gridspec_kw={"width_ratios": [1, 1, 1, 2]})
+    titles = {"rnn": "RNN: $D(\\tanh')\\,W$\nevery entry through $W$",
+              "gru": "GRU: $D(z) + \\ldots$\n$D(z)$ on the diagonal",
+              "cfc": "CfC: three terms\nevery entry through a $W$"}
+    for ax, kind in zip(axes, ("rnn", "gru", "cfc", "lstm")):
+        A = np.ma.masked_where(J[kind] == 0, J[kind])
+        im = ax.imshow(A, cmap=cmap, norm=LogNorm(vmin=vmax * 1e-3, vmax=vmax, clip=True))
         ax.set_xticks([])
         ax.set_yticks([])
-    axes[0].set_title("RNN: $\\partial h_t / \\partial h_{t-1} = D(\\tanh')\\,W$\nevery entry through $W$",
-                      fontsize=9)
-    axes[0].set_xlabel("$h_{t-1}$")
-    axes[0].set_ylabel("$h_t$")
-    ax = axes[1]
+        if kind != "lstm":
+            ax.set_title(titles[kind], fontsize=9)
+            ax.set_xlabel("$h_{t-1}$")
+            ax.set_ylabel("$h_t$")
+    ax = axes[3]
     ax.set_title("LSTM, the whole state $(h, c)$: four blocks", fontsize=9)
     ax.axhline(n - 0.5, color=_RED, lw=1)
     ax.axvline(n - 0.5, color=_RED, lw=1)
@@ -423,18 +434,21 @@ def jacobian_blocks(n=12, seed=0):
                 bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="none", alpha=0.85))
     ax.set_xticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_{t-1}$", "$c_{t-1}$"])
     ax.set_yticks([n / 2 - 0.5, 1.5 * n - 0.5], ["$h_t$", "$c_t$"])
-    fig.colorbar(im, ax=axes, shrink=0.7, label="|entry| (log scale)")
+    fig.colorbar(im, ax=axes, shrink=0.7, label="|entry| (log scale); white: exactly 0")
     return fig
 
 
-def backward_lanes():
+def backward_lanes(crosses=True):
     """The backward product ``J_T J_{T-1} ⋯`` unrolled, as a schematic: the
     RNN's one lane (every step through ``D(tanh') W``) and the LSTM's two
     lanes, ``h`` (through the recurrent matrices) and ``c`` (through the
     diagonal ``D(f)`` alone), with the two crossing blocks between them. A
     path that leaves the ``c`` lane for ``h`` and comes back is a *loop*; the
-    red crosses mark the blocks that the exercise ``ex-lr-loops`` sets to
-    zero, leaving the highway ``D(f)`` alone."""
+    red crosses mark the two crossing blocks that the ablation of
+    ``04_rank_and_memory`` sets to zero (its exercise ``ex-lr-loops`` cuts
+    the ``h -> h`` block too). With ``crosses=False`` (for
+    ``03_jacobians_memory``, before that exercise) the crosses are left out
+    and the shaded path is called a detour."""
     fig, ax = _canvas(10, 4.8, (-0.4, 10.6), (-1.1, 6.35))
     xs = [1.2, 3.9, 6.6, 9.3]
     names = ["T-3", "T-2", "T-1", "T"]
@@ -459,8 +473,8 @@ def backward_lanes():
         _arrow(ax, (ra, yc + 0.2), (lb, yh - 0.2), color=_BLUE, lw=1.0)  # dc_t/dh_{t-1}
         _arrow(ax, (ra, yh - 0.2), (lb, yc + 0.2), color=_GREEN, lw=1.0)  # dh_t/dc_{t-1}
         mid = (a + b) / 2
-        for y in (yh, (yh + yc) / 2 + 0.28, (yh + yc) / 2 - 0.28):
-            xm = mid if y == yh else mid + 0.22  # above the crossing: green; below: blue
+        for y in ((yh + yc) / 2 + 0.28, (yh + yc) / 2 - 0.28) if crosses else ():
+            xm = mid + 0.22  # above the crossing: green; below: blue (h -> h stays)
             ax.plot([xm], [y], marker="x", color=_RED, ms=8, mew=2, zorder=4)
         ax.text(mid, yc - 0.42, "$D(f_t)$", ha="center", fontsize=9, color=_ORANGE)
     ax.text(5.25, -0.45, "blue: through recurrent matrices, $\\partial h_t/\\partial h_{t-1}$ ($W_o, W_i, W_g, W_f$) "
@@ -468,13 +482,14 @@ def backward_lanes():
             " = D(o\\,\\tanh'(c_t)\\,f)$, diagonal",
             ha="center", fontsize=8.3, color=_INK)
     ax.text(5.25, -0.9, "the gradient runs right to left, one Jacobian per step;  "
-            "orange: the highway $D(f)$, no $W$ on it;  "
-            "red ×: the blocks that “Cut the loops” sets to zero",
+            "orange: the highway $D(f)$, no $W$ on it"
+            + (";  red ×: the two crossings that the ablation sets to zero" if crosses else ""),
             ha="center", fontsize=8.3, color=_INK)
     # one loop highlighted: c_T -> h_{T-1} (through W) -> c_{T-2} (diagonal)
     loop_x = [xs[3] - box_w / 2, xs[2] + box_w / 2, xs[2] - box_w / 2, xs[1] + box_w / 2]
     loop_y = [yc + 0.2, yh - 0.2, yh - 0.2, yc + 0.2]
     ax.plot(loop_x, loop_y, color=_RED, lw=9, alpha=0.18, solid_capstyle="round", zorder=0)
-    ax.text(xs[2], yh + 0.55, "a loop: $c \\to h \\to c$, through $W$", ha="center",
+    what = "a loop" if crosses else "a detour over two steps"
+    ax.text(xs[2], yh + 0.55, what + ": $c \\to h \\to c$, through $W$", ha="center",
             fontsize=8.5, color=_RED)
     return fig

@@ -278,7 +278,7 @@ def deque_steps():
     return fig
 
 
-# ------------------------------------------------------------------ 03_transduction
+# ------------------------------------------------------------------ 04_transduction
 
 def controller():
     """One step t of a Stack-LSTM: the input symbol and the previous read enter the
@@ -520,10 +520,10 @@ def read_backward():
     return fig
 
 
-# ------------------------------------------------------------------ 03_transduction
+# ------------------------------------------------------------------ 04_transduction
 
 REVERSAL_SOURCE = ("x₁", "x₂", "x₃")
-"""The source of the reversal timing diagram of book/memory/03_transduction."""
+"""The source of the reversal timing diagram of book/memory/04_transduction."""
 
 
 def reversal_controls(m):
@@ -750,7 +750,7 @@ def step_graph():
             ha="center", fontsize=8)
     _arrow(ax, (3.8, y - 0.14), (3.22, y - 0.14), **back)
     _arrow(ax, (2.0, y - 0.14), (1.42, y - 0.14), **back)
-    ax.text(2.6, y - 0.75, r"$P_t^{\top}$: $\partial L/\partial u_t$," + "\n" + r"$\bar s_{t-1}$ for step $t - 1$",
+    ax.text(2.6, y - 0.75, r"$P_t^{\top}$: $\partial L/\partial u_t$," + "\n" + r"its part of $\bar s_{t-1}$",
             color=_ORANGE, ha="center", fontsize=8)
     ax.text(6.2, 3.05, r"$\bar s_t = \rho_t + P_{t+1}^{\top}(\ldots)$", color=_ORANGE, ha="center", fontsize=9)
     ax.text(0.15, 0.25, "forwards (blue): pop, push, read; backwards (orange): the rows' gradient "

@@ -1,4 +1,4 @@
-"""The roofline of ``book/lds/04_speed`` (the Performance page): bytes and operations per step.
+"""The roofline of ``book/lds/05_speed`` (the Performance page): bytes and operations per step.
 
 ``roofline`` draws the two roofs of the CPU the book was built on, as
 measured by ``python -m rnnlab.bench roofline`` and committed in

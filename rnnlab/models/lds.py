@@ -159,7 +159,7 @@ class LDS(nn.Module):
     scaling row j of E by c and block j's C' by 1/c changes nothing (10 more
     directions). The Jacobian of the outputs with respect to the 3380
     parameters has rank 3380 − 1600 − 10 = 1770 (checked in the book's
-    "Reproducing the LDStack paper", book/lds/05_reproducing). The copying-memory experiment
+    "Reproducing the LDStack paper", book/lds/06_reproducing). The copying-memory experiment
     (:func:`rnnlab.experiments.copy_memory.paper_lds`) uses this model with
     ``input_weights="ones"``, which trains much faster and has the same count.
     """

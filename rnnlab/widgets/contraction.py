@@ -163,8 +163,9 @@ def trajectory_figure(W=None, activation=None, amplitude=None, offset=None, *, p
     ax.set_ylabel("$x_2$")
     ax.legend(loc="best", fontsize=8)
     w = np.round(W, 2)
+    gain = "" if amplitude == 1 else f"{amplitude:g} "  # u = 1 + (sin t, ...), not 1 + 1 (...)
     ax.set_title(f"W = [[{w[0, 0]:g}, {w[0, 1]:g}], [{w[1, 0]:g}, {w[1, 1]:g}]], {activation}, "
-                 f"u = {offset:g} + {amplitude:g} (sin t, cos 0.7t)", fontsize=9)
+                 f"u = {offset:g} + {gain}(sin t, cos 0.7t)", fontsize=9)
 
     floor = 1e-12
     ax2.semilogy(times, np.maximum(dM / dM[0], floor), color="black", lw=1.6, label="distance in M")

@@ -115,7 +115,7 @@ def test_full_edition_theorems_exercises_and_math(offline_page, editions_url, in
     assert "Contracting systems forget their initial state" in title.locator("xpath=..").inner_text()
     assert p.locator("mjx-container").count() > 50, "MathJax typeset too little"
     assert p.locator("text=∎").count() >= 1
-    ex = index.targets["ex-ctr-euler"]
+    ex = index.targets["ex-ctr-robust"]
     heading = p.locator("h3", has_text=f"Exercise {ex.number}")
     assert heading.first.is_visible()
     stars, plain = myst.difficulty(ex.title)
@@ -138,11 +138,11 @@ def test_student_edition_has_titles_and_no_solution(offline_page, editions_url, 
     # The student edition numbers its exercises within the notebook.
     from rnnlab.book.editions import local_exercise_numbers
 
-    local = local_exercise_numbers(index, index.targets["ex-ctr-euler"].doc)["ex-ctr-euler"]
+    local = local_exercise_numbers(index, index.targets["ex-ctr-robust"].doc)["ex-ctr-robust"]
     assert p.locator("h3", has_text=f"Exercise {local}").first.is_visible()
     assert p.locator("details").count() == 0 or "Solution" not in p.inner_text("body")
     assert "Solution to Exercise" not in p.content()
-    assert p.locator("text=Your answer (ex-ctr-euler)").first.is_visible()
+    assert p.locator("text=Your answer (ex-ctr-robust)").first.is_visible()
     assert p.locator("mjx-container").count() > 50
     _assert_no_myst(p, PAGES[1])
     assert offline_page.problems() == []
