@@ -44,20 +44,21 @@ __all__ = [
 ]
 
 PRESETS = {
-    "feedback + feed-forward (Theorem 1)": dict(W=((0.0, -0.2), (4.0, 0.0)), activation="relu",
-                                                 offset=1.0, amplitude=1.0),
-    "C.2 counterexample (Theorem 2)": dict(W=((-9.0, 2.5), (2.5, 0.0)), activation="relu",
-                                           offset=1.0, amplitude=1.0),
-    "rotation c = 1.5 (identity metric)": dict(W=((0.0, -1.5), (1.5, 0.0)), activation="relu",
-                                               offset=1.0, amplitude=1.0),
-    "rotation c = 3 (Theorem 7: no constant metric)": dict(W=((0.0, -3.0), (3.0, 0.0)), activation="relu",
-                                                           offset=1.0, amplitude=1.0),
-    "bistable (tanh, W = 2 I)": dict(W=((2.0, 0.0), (0.0, 2.0)), activation="tanh", offset=0.0, amplitude=0.3),
+    "feedback + feed-forward (diagonal |W| test)": dict(
+        W=((0.0, -0.2), (4.0, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
+    "C.2 counterexample (symmetric W test)": dict(
+        W=((-9.0, 2.5), (2.5, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
+    "rotation c = 1.5 (identity metric)": dict(
+        W=((0.0, -1.5), (1.5, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
+    "rotation c = 3 (no constant metric)": dict(
+        W=((0.0, -3.0), (3.0, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
+    "bistable (tanh, W = 2 I)": dict(
+        W=((2.0, 0.0), (0.0, 2.0)), activation="tanh", offset=0.0, amplitude=0.3),
 }
 """Two-unit networks offered by :func:`trajectory_widget`: ``W``, the activation and the input
 ``u(t) = offset + amplitude (sin t, cos 0.7 t)``."""
 
-DEFAULT_PRESET = "feedback + feed-forward (Theorem 1)"
+DEFAULT_PRESET = "feedback + feed-forward (diagonal |W| test)"
 """The preset the trajectory widget starts with."""
 
 X0 = ((1.0, -2.0), (4.0, 1.0))

@@ -223,7 +223,7 @@ def test_trajectory_widget_preset_dropdown_and_weight_slider(live):
     page = live.page
     select = page.locator(f".{marker('trajectory_widget')} .widget-dropdown select")
     changes(page, "trajectory_widget",
-            lambda: select.select_option(label="rotation c = 3 (Theorem 7: no constant metric)"))
+            lambda: select.select_option(label="rotation c = 3 (no constant metric)"))
     # the preset's weights reached the sliders: w12 = -3
     assert readout_value(slider_readout(page, "trajectory_widget", 1)) == -3.0
     changes(page, "trajectory_widget", lambda: press_slider(page, "trajectory_widget", 0, "ArrowRight", times=3),
