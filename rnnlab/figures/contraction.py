@@ -228,8 +228,8 @@ def euler_circle(alpha=EULER_ALPHA):
     ax1.set_ylim(-6.5, 6.5)
     ax1.set_xlabel("real part")
     ax1.set_ylabel("imaginary part")
-    ax1.set_title("the flow: −1 ± iω, stable for every ω", fontsize=9)
-    ax1.text(-2.4, 5.6, "left half-plane:\ncontracting", fontsize=7.5, color=_GREEN)
+    ax1.set_title("the flow at D = 0: −1 ± iω, stable for every ω", fontsize=9)
+    ax1.text(-2.4, 5.6, "left half-plane:\nmodes decay", fontsize=7.5, color=_GREEN)
     t = np.linspace(0, 2 * np.pi, 300)
     ax2.fill(np.cos(t), np.sin(t), color=_GREEN_FILL, zorder=0)
     ax2.plot(np.cos(t), np.sin(t), color=_INK, lw=0.8)
@@ -245,7 +245,7 @@ def euler_circle(alpha=EULER_ALPHA):
     ax2.set_xlabel("real part")
     ax2.set_title(f"the Euler step, α = {_num(alpha)}: 1 + α(−1 ± iω)", fontsize=9)
     ax2.legend(fontsize=7.5, loc="lower left")
-    fig.text(0.5, 0.95, "ω = ‖M^½ L M^-½‖ of the committed Combo Nets trained on the permuted digits",
+    fig.text(0.5, 0.95, "ω = ‖M^½ L M^-½‖ of the Combo Nets trained on permuted digits (page 06)",
              ha="center", fontsize=8.5)
     return fig
 
