@@ -14,7 +14,7 @@ from rnnlab.checks import evaluate, exercises, get
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ["lds/01_modal_form", "lds/02_ldstack", "lds/03_modal_stack", "lds/04_copy_memory",
              "lds/05_speed"]
-LABELS = ["ex-lds-bprime-2", "ex-lds-scratch", "ex-lds-delay", "ex-ldstack-miss",
+LABELS = ["ex-lds-scratch", "ex-lds-bprime-2", "ex-lds-delay", "ex-ldstack-miss",
           "ex-ldstack-h0", "ex-ldstack-newton", "ex-ldstack-by-hand", "ex-ldstack-odd", "ex-copy-partial", "ex-copy-fft",
           "ex-copy-angles", "ex-copy-hand",
           "ex-speed-batch", "ex-scans-chunks", "ex-speed-layer"]

@@ -106,9 +106,9 @@ exercise(
              show="W = [[0.5, 0], [0, 0.2]], g = 1 (no coupling)"),
     ],
     hint="follow the proof of Theorem 4 with eps as the unknown: which norm must stay below "
-         "rho / 2 (the margin rho), and how does it grow with eps?",
-    hints=("the proof needs g ||N_eps|| <= rho / 2; a negative diagonal entry does not "
-         "lower rho, and eps may not exceed 1.",),
+         "delta / 2 (the margin delta), and how does it grow with eps?",
+    hints=("the proof needs g ||N_eps|| <= delta / 2; a negative diagonal entry does not "
+         "lower delta, and eps may not exceed 1.",),
     fixed=True,
 )
 
@@ -163,7 +163,7 @@ exercise(
     name="flowchart_leaf",
     signature="flowchart_leaf(W, g=1.0)",
     reference=_flowchart_leaf,
-    difficulty=1,
+    difficulty=2,
     cases=lambda: [Case((np.array(W), g), show=show) for W, g, show in _FLOW_CASES],
     hint="ask the questions in the flowchart's order and stop at the first yes: symmetric "
          "(then -2 if g lambda_max >= 1, 2 if W is also invertible, else go on), then Theorems "

@@ -41,34 +41,6 @@ def _int_list(got, expected):
 
 # ----------------------------------------------------------------- 01_modal_form
 
-def _two_mode_reference(lam):
-    from rnnlab.models.lds import modal_input_weights
-
-    return modal_input_weights(lam)
-
-
-def _two_mode_cases():
-    return [
-        Case((_c128([_polar(0.8, 0.3), _polar(0.5, -1.1)]),),
-             show="lam = (0.8 e^{0.3i}, 0.5 e^{-1.1i})"),
-        Case((_c128([_polar(0.9, 0.5), _polar(0.9, -0.5)]),),
-             show="lam = 0.9 e^{±0.5i} (a conjugate pair)"),
-        Case((_c128([0.5, -0.5]),), show="lam = (0.5, -0.5) (real, opposite signs)"),
-        Case((_c128([10.0, 0.01j]),), show="lam = (10, 0.01i) (very different moduli)"),
-        Case((_c128([0.9, 0.9 + 1e-6]),), show="lam = (0.9, 0.9 + 1e-6) (nearly equal)"),
-    ]
-
-
-exercise(
-    "ex-lds-bprime-2", notebook="lds/01_modal_form", name="two_mode_input_weights",
-    answers=("rnnlab.models.lds:modal_input_weights",),
-    signature="two_mode_input_weights(lam)",
-    reference=_two_mode_reference, cases=_two_mode_cases,
-    difficulty=2,
-    hint="V has the rows (1, 1) and (1/lam_1, 1/lam_2): V B' = e_1 is two linear "
-         "equations in B'_1 and B'_2.")
-
-
 def _modal_lds_reference(theta, C, x):
     import torch
 
@@ -113,6 +85,34 @@ exercise(
     hint="lambda = exp(i theta); every mode is driven by the same input x_t (B' = 1); "
          "the states are one diagonal linear recurrence over time; the output is the real "
          "part of the states times C.")
+
+
+def _two_mode_reference(lam):
+    from rnnlab.models.lds import modal_input_weights
+
+    return modal_input_weights(lam)
+
+
+def _two_mode_cases():
+    return [
+        Case((_c128([_polar(0.8, 0.3), _polar(0.5, -1.1)]),),
+             show="lam = (0.8 e^{0.3i}, 0.5 e^{-1.1i})"),
+        Case((_c128([_polar(0.9, 0.5), _polar(0.9, -0.5)]),),
+             show="lam = 0.9 e^{±0.5i} (a conjugate pair)"),
+        Case((_c128([0.5, -0.5]),), show="lam = (0.5, -0.5) (real, opposite signs)"),
+        Case((_c128([10.0, 0.01j]),), show="lam = (10, 0.01i) (very different moduli)"),
+        Case((_c128([0.9, 0.9 + 1e-6]),), show="lam = (0.9, 0.9 + 1e-6) (nearly equal)"),
+    ]
+
+
+exercise(
+    "ex-lds-bprime-2", notebook="lds/01_modal_form", name="two_mode_input_weights",
+    answers=("rnnlab.models.lds:modal_input_weights",),
+    signature="two_mode_input_weights(lam)",
+    reference=_two_mode_reference, cases=_two_mode_cases,
+    difficulty=2,
+    hint="V has the rows (1, 1) and (1/lam_1, 1/lam_2): V B' = e_1 is two linear "
+         "equations in B'_1 and B'_2.")
 
 
 def _impulse_response(lam, C, steps):

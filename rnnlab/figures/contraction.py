@@ -245,7 +245,7 @@ def euler_circle(alpha=EULER_ALPHA):
     ax2.set_xlabel("real part")
     ax2.set_title(f"the Euler step, α = {_num(alpha)}: 1 + α(−1 ± iω)", fontsize=9)
     ax2.legend(fontsize=7.5, loc="lower left")
-    fig.text(0.5, 0.95, "ω = ‖M^½ L M^-½‖ of the Combo Nets trained on permuted digits (page 06)",
+    fig.text(0.5, 0.95, "points: every eigenvalue pair ±iω of L, for the Combo Nets of page 06",
              ha="center", fontsize=8.5)
     return fig
 
