@@ -31,6 +31,20 @@ def test_sources_are_not_served_next_to_pages():
     assert re.search(r"^\s+html_copy_source:\s*false", config, re.M)
 
 
+def test_no_control_characters_in_cell_sources():
+    # A LaTeX command written through a Python string without r"" turns "\\t" or
+    # "\\r" into a TAB or a carriage return, and "$\\tanh$" renders broken.
+    import json
+    bad = []
+    for path in book.notebooks(ROOT):
+        cells = json.loads(path.read_text())["cells"]
+        for index, cell in enumerate(cells):
+            text = "".join(cell["source"])
+            if re.search(r"[\x00-\x09\x0b-\x1f]", text):
+                bad.append(f"{path.relative_to(ROOT)} cell {index}")
+    assert not bad, "control characters in: " + ", ".join(bad)
+
+
 def test_sync_setup_rewrites_a_stale_cell(tmp_path):
     (tmp_path / "book").mkdir()
     (tmp_path / "_config.yml").write_text("repository:\n  url: https://example.org/fork/rnnlab\n  branch: main\n")
