@@ -1,4 +1,5 @@
 """The book's structure: setup cell, table of contents, stored outputs, config."""
+import json
 import pathlib
 import re
 
@@ -34,7 +35,6 @@ def test_sources_are_not_served_next_to_pages():
 def test_no_control_characters_in_cell_sources():
     # A LaTeX command written through a Python string without r"" turns "\\t" or
     # "\\r" into a TAB or a carriage return, and "$\\tanh$" renders broken.
-    import json
     bad = []
     for path in book.notebooks(ROOT):
         cells = json.loads(path.read_text())["cells"]
