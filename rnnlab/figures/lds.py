@@ -263,6 +263,7 @@ def ldstack_schedules(depth=4, steps=8):
 def conjugate_phasors(lam=0.9 * cmath.exp(0.5j), weight=1.0, step=2, steps=25):
     """A conjugate pair of modes and its real sum, as a matplotlib Figure.
 
+    ``weight`` is the mode's read-out product C′B′ (only the product matters).
     Left: in the complex plane, the contribution ``w = weight · lam**step`` of one
     mode, its conjugate (the other mode of the pair) and their sum ``2 Re(w)``,
     which lies on the real axis. Right: that sum ``2 Re(weight · lam**t)`` for
@@ -275,7 +276,7 @@ def conjugate_phasors(lam=0.9 * cmath.exp(0.5j), weight=1.0, step=2, steps=25):
     ax, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.5])
     w = complex(weight * lam ** step)
     total = 2 * w.real
-    for z, color, label in ((w, _BLUE, f"w = C'λ^{step}, one mode"),
+    for z, color, label in ((w, _BLUE, f"w = C′B′λ^{step}, one mode"),
                             (w.conjugate(), _ORANGE, "its conjugate, the other mode")):
         ax.annotate("", xy=(z.real, z.imag), xytext=(0, 0),
                     arrowprops=dict(arrowstyle="-|>", color=color, lw=1.8))
@@ -297,9 +298,9 @@ def conjugate_phasors(lam=0.9 * cmath.exp(0.5j), weight=1.0, step=2, steps=25):
     t = np.arange(steps)
     response = 2 * (weight * lam ** t).real
     envelope = 2 * abs(weight) * abs(lam) ** t
-    ax2.plot(t, envelope, color=_GREY, ls="--", lw=1, label="±2|C'| |λ|^t")
+    ax2.plot(t, envelope, color=_GREY, ls="--", lw=1, label="±2|C′B′| |λ|^t")
     ax2.plot(t, -envelope, color=_GREY, ls="--", lw=1)
-    ax2.stem(t, response, linefmt=_GREEN, markerfmt="o", basefmt=" ", label="2 Re(C'λ^t)")
+    ax2.stem(t, response, linefmt=_GREEN, markerfmt="o", basefmt=" ", label="2 Re(C′B′λ^t)")
     ax2.plot([step], [total], "o", ms=10, mfc="none", mec=_INK)
     ax2.set(xlabel="steps t since the input", ylabel="output of the pair",
             title=f"the pair's output, λ = {abs(lam):.1f} e^({cmath.phase(lam):.1f} i)")

@@ -54,7 +54,7 @@ def spectrum_figure(rank=DEFAULT["rank"], sparsity=DEFAULT["sparsity"], n=DEFAUL
     if init == "orthogonal" and rank < n:
         _circle(ax, np.sqrt(rank / n), color="C1", ls="--", lw=1.2, label=r"$\sqrt{r/n}$ (truncated Haar)")
     if sparsity > 0:
-        _circle(ax, np.sqrt(1 - sparsity), color="C2", ls=":", lw=1.5, label=r"$\sqrt{1-s}$ (RMS rule)")
+        _circle(ax, np.sqrt(1 - sparsity), color="C2", ls=":", lw=1.5, label=r"$\sqrt{1-s}$ (RMS rule, full rank)")
     if init == "orthogonal" and rank < n and sparsity > 0:
         _circle(ax, np.sqrt(rank * (1 - sparsity) / n), color="C3", ls="-.", lw=1.2,
                 label=r"$\sqrt{r(1-s)/n}$ (both)")
