@@ -284,15 +284,15 @@ def metric_chain(weight=CHAIN_WEIGHT, links=CHAIN_LINKS):
 
 
 def certificate_levels(root=None):
-    """The four levels of a Combo Net's certificate as nested sets of networks (``06_training_combo_nets``).
+    """The three levels of a Combo Net's certificate, and test R's set, as nested sets of networks (``06_training_combo_nets``).
 
     For a fixed block-diagonal metric ``M`` and Euler step ``alpha``: the nets whose modules
     contract in their metrics (level 1) contain those whose flow contracts in ``M`` (level 2; the
     assembly's symmetric part has the modules' on its diagonal blocks), which contain those whose
-    every Euler step contracts in ``M`` (level 4; ``(I + aJ)^T M (I + aJ) < M`` gives
+    every Euler step contracts in ``M`` (level 3; ``(I + aJ)^T M (I + aJ) < M`` gives
     ``M J + J^T M < 0``), which contain those certified by the Euler norm bound. The nets whose
-    Euler map contracts in *some* constant metric (level 3, dashed) contain level 4 but not
-    level 2: a higher number is a stronger level wherever two levels are nested. The committed constrained nets
+    Euler map contracts in *some* constant metric (the set test R probes, dashed) contain level 3
+    but not level 2. The committed constrained nets
     are placed from their certificates: all below the norm bound before training (the
     unconstrained controls start above it, 1.04 to 1.07, and are not drawn), and those of
     8 modules and more, after training, with an Euler Jacobian of spectral radius above 1.
@@ -315,14 +315,14 @@ def certificate_levels(root=None):
               "1  every module contracts in its own metric (Theorems 1, 5)"),
              ((0.6, 0.55), 6.8, 3.9, _BLUE, _BLUE_FILL,
               "2  the flow of the assembly contracts in M (Corollaries 1, 2)"),
-             ((3.6, 0.9), 3.5, 2.9, _GREEN, "#cfe8cf", "4  every Euler step contracts in M"),
+             ((3.6, 0.9), 3.5, 2.9, _GREEN, "#cfe8cf", "3  every Euler step contracts in M"),
              ((3.9, 1.25), 2.9, 1.5, _GREEN, "#b5dcb5", "Euler norm bound below 1")]
     for (x, y), w, h, ec, fc, text in boxes:
         ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.15",
                                     ec=ec, fc=fc, lw=1.2))
         ax.text(x + 0.15, y + h - 0.3, text, fontsize=8.5, color=ec, va="center")
     ax.add_patch(Ellipse((6.5, 2.35), 7.8, 4.5, fill=False, ec=_ORANGE, lw=1.4, ls="--"))
-    ax.text(8.5, 4.75, "3  the Euler map contracts\nin some constant metric", fontsize=8.5,
+    ax.text(8.5, 4.75, "R  the Euler map contracts\nin some constant metric", fontsize=8.5,
             color=_ORANGE, ha="left", va="center")
     ax.scatter([4.6], [1.75], s=40, color=_INK, zorder=4)
     ax.text(4.75, 1.75, "constrained nets before\ntraining; with euler_margin,\nafter it too",
