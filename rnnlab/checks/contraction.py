@@ -79,7 +79,7 @@ exercise(
 )
 
 
-# ----------------------------------------------------------------- 02: six theorems
+# ---------------------------------------------------- 03 and 04: the theorems
 
 def _theorem4_eps(W, g=1.0):
     import rnnlab.theory as th
@@ -90,7 +90,7 @@ def _theorem4_eps(W, g=1.0):
 exercise(
     "ex-ctr-thm4",
     answers=("rnnlab.theory.theorems:certify_theorem4",),
-    notebook=_BOOK + "03_six_theorems",
+    notebook=_BOOK + "03_diagonal_metrics",
     name="theorem4_eps",
     signature="theorem4_eps(W, g=1.0)",
     reference=_theorem4_eps,
@@ -122,7 +122,7 @@ def _theorem1_abscissa(W, g=1.0):
 exercise(
     "ex-ctr-thm1-scratch",
     answers=("rnnlab.theory.theorems:certify_theorem1",),
-    notebook=_BOOK + "03_six_theorems",
+    notebook=_BOOK + "03_diagonal_metrics",
     name="theorem1_abscissa",
     signature="theorem1_abscissa(W, g=1.0)",
     reference=_theorem1_abscissa,
@@ -159,7 +159,7 @@ _FLOW_CASES = [
 exercise(
     "ex-ctr-flowchart",
     answers=("rnnlab.figures.contraction_lessons:flowchart_route",),
-    notebook=_BOOK + "03_six_theorems",
+    notebook=_BOOK + "04_full_metrics",
     name="flowchart_leaf",
     signature="flowchart_leaf(W, g=1.0)",
     reference=_flowchart_leaf,
@@ -188,7 +188,7 @@ def _corner_growth(W):
 
 exercise(
     "ex-ctr-corner-growth",
-    notebook=_BOOK + "04_counterexamples",
+    notebook=_BOOK + "05_counterexamples",
     name="corner_growth",
     signature="corner_growth(W)",
     reference=_corner_growth,
@@ -220,7 +220,7 @@ def _identity_threshold(eps, k=1.0):
 
 exercise(
     "ex-ctr-identity",
-    notebook=_BOOK + "04_counterexamples",
+    notebook=_BOOK + "05_counterexamples",
     name="identity_threshold",
     signature="identity_threshold(eps, k=1.0)",
     reference=_identity_threshold,
@@ -272,7 +272,7 @@ def _diag_metric_interval(W):
 
 exercise(
     "ex-ctr-diag",
-    notebook=_BOOK + "04_counterexamples",
+    notebook=_BOOK + "05_counterexamples",
     name="diag_metric_interval",
     signature="diag_metric_interval(W)",
     reference=_diag_metric_interval,
@@ -307,7 +307,7 @@ def _skew_feedback(B, p):
 
 exercise(
     "ex-ctr-skew-feedback",
-    notebook=_BOOK + "05_networks_of_networks",
+    notebook=_BOOK + "06_networks_of_networks",
     name="skew_feedback",
     signature="skew_feedback(B, p)",
     reference=_skew_feedback,
@@ -336,7 +336,7 @@ def _euler_step_limit(B, p):
 
 exercise(
     "ex-ctr-euler-limit",
-    notebook=_BOOK + "05_networks_of_networks",
+    notebook=_BOOK + "06_networks_of_networks",
     name="euler_step_limit",
     signature="euler_step_limit(B, p)",
     reference=_euler_step_limit,
@@ -398,7 +398,7 @@ def _hierarchy_cases():
 exercise(
     "ex-ctr-hierarchy",
     answers=("rnnlab.theory.assembly:certify_hierarchy",),
-    notebook=_BOOK + "05_networks_of_networks",
+    notebook=_BOOK + "06_networks_of_networks",
     name="hierarchy_weight",
     signature="hierarchy_weight(M1, lam1, M2, lam2, G, lam)",
     reference=_hierarchy_weight,
@@ -427,7 +427,7 @@ def _combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True
 exercise(
     "ex-ctr-params",
     answers=("rnnlab.models.combo_modules:sparse_combo_net_num_params",),
-    notebook=_BOOK + "05_networks_of_networks",
+    notebook=_BOOK + "06_networks_of_networks",
     name="combo_net_num_params",
     signature="combo_net_num_params(input_size, hidden_sizes, output_size, lower_only=True)",
     reference=_combo_net_num_params,
@@ -454,7 +454,7 @@ def _skew_euler_limit(alpha, leak=1.0):
 
 exercise(
     "ex-ctr-skew-euler",
-    notebook=_BOOK + "06_training_combo_nets",
+    notebook=_BOOK + "07_training_combo_nets",
     name="skew_euler_limit",
     signature="skew_euler_limit(alpha, leak=1.0)",
     reference=_skew_euler_limit,
@@ -496,7 +496,7 @@ def _euler_cases():
 
 exercise(
     "ex-ctr-euler-bound",
-    notebook=_BOOK + "06_training_combo_nets",
+    notebook=_BOOK + "07_training_combo_nets",
     name="euler_norm_bound",
     signature="euler_norm_bound(Wm, Lm, alpha, g=1.0)",
     reference=_euler_norm_bound,
@@ -542,7 +542,7 @@ def _feedback_cases():
 
 exercise(
     "ex-ctr-certified-feedback",
-    notebook=_BOOK + "06_training_combo_nets",
+    notebook=_BOOK + "07_training_combo_nets",
     name="certified_feedback",
     signature="certified_feedback(L, p, modules_norm, alpha, margin, g=1.0)",
     reference=_certified_feedback,
@@ -562,7 +562,7 @@ def _find_m_diagonal(W):
 
 exercise(
     "ex-ctr-find-m",
-    notebook=_BOOK + "07_reproducing",
+    notebook=_BOOK + "08_reproducing",
     name="find_m_diagonal",
     signature="find_m_diagonal(W)",
     reference=_find_m_diagonal,

@@ -49,10 +49,11 @@ PLANS = {
         ("Memory horizons and closed-loop control",
          ["lowrank/03_jacobians_memory", "lowrank/04_rank_and_memory", "lowrank/05_closed_loop"]),
         ("Contraction and the theorems that certify it",
-         ["contraction/01_contraction_in_one_page", "contraction/02_discrete_time", "contraction/03_six_theorems"]),
+         ["contraction/01_contraction_in_one_page", "contraction/02_discrete_time", "contraction/03_diagonal_metrics",
+          "contraction/04_full_metrics"]),
         ("Where constant metrics fail; stable networks of networks",
-         ["contraction/04_counterexamples", "contraction/05_networks_of_networks",
-          "contraction/06_training_combo_nets"]),
+         ["contraction/05_counterexamples", "contraction/06_networks_of_networks",
+          "contraction/07_training_combo_nets"]),
     ],
     "5": [
         ("Recurrences as dynamical systems and as scans", ["scans/00_dynamical_systems", "scans/01_associative_scan"]),
@@ -60,7 +61,7 @@ PLANS = {
         ("Differentiable memories", ["memory/01_stack_queue_deque", "memory/04_transduction"]),
         ("Low-rank recurrent weights", ["lowrank/01_cells", "lowrank/03_jacobians_memory"]),
         ("Contraction and stable networks of networks",
-         ["contraction/01_contraction_in_one_page", "contraction/05_networks_of_networks"]),
+         ["contraction/01_contraction_in_one_page", "contraction/06_networks_of_networks"]),
     ],
 }
 REGION = re.compile(r"(?P<open><!-- plan: (?P<name>\w+) -->\n)(?P<body>.*?)(?P<close><!-- end plan -->)", re.S)

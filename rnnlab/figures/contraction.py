@@ -7,16 +7,16 @@ numerics (:mod:`rnnlab.theory`):
   the two-unit example ``W = [[0, -0.2], [4, 0]]`` in the page's hand-derived
   metric ``diag(1, 0.05)``, over
   the box of slopes ``[0, 1]^2``: concave, so its minimum is at a corner;
-* :func:`theorem7_ellipses` (``04_counterexamples``): the diagonal metrics that
+* :func:`theorem7_ellipses` (``05_counterexamples``): the diagonal metrics that
   work for each of Theorem 7's two slope patterns, as ellipses, below and
   above the threshold ``c = 2``;
-* :func:`combo_net_blocks` (``05_networks_of_networks``): the assembly of three
+* :func:`combo_net_blocks` (``06_networks_of_networks``): the assembly of three
   four-unit Theorem-1 modules of that page, ``W~``, the mask on ``B`` and
   ``L = B - M^-1 B^T M``;
-* :func:`euler_circle` (``05_networks_of_networks``): the eigenvalues
+* :func:`euler_circle` (``06_networks_of_networks``): the eigenvalues
   ``1 + alpha (-1 +- i omega)`` of the Euler step against the unit circle, at
   the sizes ``omega = ||M^1/2 L M^-1/2||`` of the committed trained nets;
-* :func:`metric_chain` (``05_networks_of_networks``): the diagonal metric of a
+* :func:`metric_chain` (``06_networks_of_networks``): the diagonal metric of a
   chain of three links of weight 6, stepping down along it.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ SLOPE_W = ((0.0, -0.2), (4.0, 0.0))
 SLOPE_METRIC = (1.0, 0.05)
 """The diagonal of the metric that ``01_contraction_in_one_page`` derives by hand for ``SLOPE_W``."""
 CHAIN_WEIGHT = 6.0
-"""The weight of every link of the chain of ``05_networks_of_networks``."""
+"""The weight of every link of the chain of ``06_networks_of_networks``."""
 CHAIN_LINKS = 3
 """The number of links of that chain (four units)."""
 EULER_ALPHA = 0.1
@@ -245,7 +245,7 @@ def euler_circle(alpha=EULER_ALPHA):
     ax2.set_xlabel("real part")
     ax2.set_title(f"the Euler step, α = {_num(alpha)}: 1 + α(−1 ± iω)", fontsize=9)
     ax2.legend(fontsize=7.5, loc="lower left")
-    fig.text(0.5, 0.95, f"points: the fastest mode ±iω, ω = ‖L‖ in the metric, of each of page 06's "
+    fig.text(0.5, 0.95, f"points: the fastest mode ±iω, ω = ‖L‖ in the metric, of each of page 07's "
              f"{len(before)} constrained Combo Nets", ha="center", fontsize=8.5)
     return fig
 
@@ -284,7 +284,7 @@ def metric_chain(weight=CHAIN_WEIGHT, links=CHAIN_LINKS):
 
 
 def certificate_levels(root=None):
-    """The three levels of a Combo Net's certificate, and test R's set, as nested sets of networks (``06_training_combo_nets``).
+    """The three levels of a Combo Net's certificate, and test R's set, as nested sets of networks (``07_training_combo_nets``).
 
     For a fixed block-diagonal metric ``M`` and Euler step ``alpha``: the nets whose modules
     contract in their metrics (level 1) contain those whose flow contracts in ``M`` (level 2; the

@@ -5,10 +5,10 @@
   flowing for a short time, measured by a circle (the Euclidean norm) and by
   an ellipse (the metric ``diag(1, 0.05)`` that the page derives): the
   displacement leaves the circle and stays inside the ellipse;
-* :func:`theorem_venn` (``03_six_theorems``): which of Theorems 1, 2 and 5
+* :func:`theorem_venn` (``04_full_metrics``): which of Theorems 1, 2 and 5
   certifies which of the page's example matrices, as a Venn diagram, each
   matrix placed by the package's own certificates;
-* :func:`theorem4_rescaling` (``03_six_theorems``): Theorem 4's change of units
+* :func:`theorem4_rescaling` (``03_diagonal_metrics``): Theorem 4's change of units
   ``Gamma W Gamma^-1`` on the page's lower-triangular example, with the ``eps``
   that ``certify_theorem4`` picks.
 """
@@ -37,10 +37,10 @@ VENN_MATRICES = {
     "symmetric, λmax = 2": ((2.0, 0.0), (0.0, -1.0)),
     "symmetric [[−9, 2.5], [2.5, 0]]": ((-9.0, 2.5), (2.5, 0.0)),
 }
-"""Example matrices of ``03_six_theorems`` (its Theorem-1 chain, the diagonal
+"""Example matrices of ``03_diagonal_metrics`` (its Theorem-1 chain, the diagonal
 rule's matrix, the rotation by 45 degrees, Theorem 6's rotation, a symmetric
 matrix past Theorem 2's bound, and the symmetric matrix with a strong negative
-self-weight that ``04_counterexamples`` studies). Exercise ``ex-ctr-cover``'s three matrices are
+self-weight that ``05_counterexamples`` studies). Exercise ``ex-ctr-cover``'s three matrices are
 left out: the student places them."""
 
 _INK = "#333333"
@@ -171,7 +171,7 @@ def theorem_venn():
 
 
 THEOREM4_W = ((0.5, 0.0, 0.0), (4.0, -2.0, 0.0), (-3.0, 5.0, 0.8))
-"""The lower-triangular example of Theorem 4 in ``03_six_theorems``."""
+"""The lower-triangular example of Theorem 4 in ``03_diagonal_metrics``."""
 
 
 def _matrix_panel(ax, M, title, fmt, big=None):
@@ -234,7 +234,7 @@ FLOW_EXAMPLES = {
     "0.9 × rotation by 45°": VENN_MATRICES["0.9 × rotation by 45°"],
     "3 × rotation by 90°": VENN_MATRICES["3 × rotation by 90°"],
 }
-"""Example matrices of ``03_six_theorems`` routed by :func:`theorem_flowchart` (``g = 1``); the
+"""Example matrices of ``03_diagonal_metrics`` and ``04_full_metrics`` routed by :func:`theorem_flowchart` (``g = 1``); the
 ``-P1 Q P2`` example has ``Q = [[2, 1.5], [1.5, 2]]``, ``P1 = diag(1, 2)``,
 ``P2 = diag(1, 0.5)``; the singular symmetric
 matrix passes Theorem 2's eigenvalue test but has no x-form metric from it, so it goes on down."""

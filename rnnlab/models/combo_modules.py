@@ -1,6 +1,6 @@
 """The modules of the Combo Nets and their metrics: the parameterisations of appendices D.1.1 and E.
 
-The chapter's fourth page (``book/contraction/05_networks_of_networks``, "Building the modules"): the block
+The chapter's sixth page (``book/contraction/06_networks_of_networks``, "Building the modules"): the block
 mask of ``B`` and the feedback ``L = B - M^{-1} B^T M`` of equation (3), Theorem 1's Metzler matrix, rate and
 explicit diagonal metric, the Lyapunov metric of D.1.1, the rejection sampler of sparse Theorem-1 modules, the
 SVD module of equation (19) and the parameter count of D.3.1. :mod:`rnnlab.models.combo` (the networks)

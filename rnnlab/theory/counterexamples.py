@@ -1,6 +1,6 @@
 """Where constant metrics fail: the counterexample after Theorem 1 and Theorem 7 (appendix C).
 
-The chapter's third page (``book/contraction/04_counterexamples``): the C.2
+The chapter's fifth page (``book/contraction/05_counterexamples``): the C.2
 matrix, the SDP search for a common constant metric over a set of slope
 patterns, Theorem 7's rotation, its critical values and the necessary
 conditions of its proof. Built on :mod:`.certificate` and :mod:`.theorems` (neither imports

@@ -1,6 +1,6 @@
 """Theorems 1-6 of "RNNs of RNNs" (appendix C): one function per theorem.
 
-The chapter's second page (``book/contraction/03_six_theorems``). Each
+The chapter's third and fourth pages (``book/contraction/03_diagonal_metrics``, ``04_full_metrics``). Each
 ``certify_theoremN`` decides its theorem's condition for a given ``W`` and slope
 bound ``g`` and returns a :class:`rnnlab.theory.certificate.Certificate`; the
 conventions (forms, rates, margins) are those of :mod:`rnnlab.theory.contraction`.
