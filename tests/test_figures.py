@@ -124,7 +124,7 @@ def test_every_figure_is_included_by_a_page_of_its_chapter(name):
     rel = pathlib.PurePosixPath(FIGURES[name][1])
     chapter = ROOT / rel.parents[1]
     needle = f"figures/{rel.name}"
-    pages = [p for p in chapter.glob("*.ipynb") if needle in p.read_text()]
+    pages = [p for p in [*chapter.glob("*.ipynb"), *chapter.glob("*.md")] if needle in p.read_text()]
     assert pages, f"no notebook of {chapter.relative_to(ROOT)} includes {needle}"
 
 

@@ -102,7 +102,7 @@ def euler_spiral(alpha=SPIRAL_ALPHA, steps=SPIRAL_STEPS, root=None):
     for ax in axes:
         ax.tick_params(labelsize=7)
     fig.text(0.5, 0.965, f"dz/dt = (−1 + iω) z and its Euler map z ← (1 − α + iαω) z, α = {alpha:g}; "
-             "ω: the smallest and largest feedback of the trained nets of the Reproducing page",
+             "ω: the smallest and largest feedback of the constrained nets trained on the Reproducing page",
              ha="center", fontsize=8.5)
     return fig
 

@@ -1,6 +1,6 @@
 """Schematics of the contraction chapter's first two lessons (``book/contraction``).
 
-* :func:`metric_ellipse` (``01_contraction_in_one_page``): one displacement of
+* :func:`metric_ellipse` (the chapter's ``index.md``): one displacement of
   the two-unit example ``W = [[0, -0.2], [4, 0]]`` (both units linear, ``D = I``)
   flowing for a short time, measured by a circle (the Euclidean norm) and by
   an ellipse (the metric ``diag(1, 0.05)`` that the page derives): the

@@ -44,11 +44,11 @@ __all__ = [
 ]
 
 PRESETS = {
-    "feedback + feed-forward (diagonal |W| test)": dict(
+    "feedback + feed-forward (a diagonal metric)": dict(
         W=((0.0, -0.2), (4.0, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
-    "C.2 counterexample (symmetric W test)": dict(
+    "strong self-inhibition (a tilted metric)": dict(
         W=((-9.0, 2.5), (2.5, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
-    "rotation c = 1.5 (identity metric)": dict(
+    "rotation c = 1.5": dict(
         W=((0.0, -1.5), (1.5, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
     "rotation c = 3 (no constant metric)": dict(
         W=((0.0, -3.0), (3.0, 0.0)), activation="relu", offset=1.0, amplitude=1.0),
@@ -58,7 +58,7 @@ PRESETS = {
 """Two-unit networks offered by :func:`trajectory_widget`: ``W``, the activation and the input
 ``u(t) = offset + amplitude (sin t, cos 0.7 t)``."""
 
-DEFAULT_PRESET = "feedback + feed-forward (diagonal |W| test)"
+DEFAULT_PRESET = "feedback + feed-forward (a diagonal metric)"
 """The preset the trajectory widget starts with."""
 
 X0 = ((1.0, -2.0), (4.0, 1.0))
