@@ -200,7 +200,7 @@ def test_page_words_counts_the_main_line_and_the_folded_parts_apart(tmp_path):
 
 def test_is_lesson_excludes_index_reproducing_and_performance_pages():
     assert lint.is_lesson("book/lds/01_modal_form.ipynb")
-    assert lint.is_lesson("lowrank/05_closed_loop")
+    assert lint.is_lesson("lowrank/06_closed_loop")
     for page in ("book/lds/index.md", "book/lds/06_reproducing.ipynb", "book/lds/05_speed.ipynb",
                  "scans/03_performance"):
         assert not lint.is_lesson(page), page

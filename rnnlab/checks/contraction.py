@@ -542,7 +542,7 @@ def _feedback_cases():
 
 exercise(
     "ex-ctr-certified-feedback",
-    notebook=_BOOK + "07_training_combo_nets",
+    notebook=_BOOK + "08_keeping_the_certificate",
     name="certified_feedback",
     signature="certified_feedback(L, p, modules_norm, alpha, margin, g=1.0)",
     reference=_certified_feedback,
@@ -562,7 +562,7 @@ def _find_m_diagonal(W):
 
 exercise(
     "ex-ctr-find-m",
-    notebook=_BOOK + "08_reproducing",
+    notebook=_BOOK + "09_reproducing",
     name="find_m_diagonal",
     signature="find_m_diagonal(W)",
     reference=_find_m_diagonal,

@@ -7,9 +7,10 @@ imports stay inside the functions.
 from .core import Case, exercise, hidden
 
 NB1 = "lowrank/01_cells"
-NB2 = "lowrank/02_spectra"
-NB3 = "lowrank/03_jacobians_memory"
-NB3B = "lowrank/04_rank_and_memory"
+NB1B = "lowrank/02_rank_and_mask"
+NB2 = "lowrank/03_spectra"
+NB3 = "lowrank/04_jacobians_memory"
+NB3B = "lowrank/05_rank_and_memory"
 
 
 def _t(values):
@@ -158,8 +159,8 @@ def _mask_energy_cases():
 
 
 exercise(
-    "ex-lr-mask-energy", notebook=NB1, name="mask_energy", signature="mask_energy(W, s)",
-    reference=_mask_energy_reference, cases=_mask_energy_cases, difficulty=2,
+    "ex-lr-mask-energy", notebook=NB1B, name="mask_energy", signature="mask_energy(W, s)",
+    reference=_mask_energy_reference, cases=_mask_energy_cases, difficulty=1,
     hint="Each entry of M is 1 with probability 1 - s. The copy is (1 - s) W; the noise multiplies w_ij by "
          "m_ij - (1 - s), a number of mean 0 and variance s (1 - s).",
     hints=("E[(w m)^2] = w^2 E[m^2] = (1 - s) w^2, since m^2 = m for a 0/1 number; sum over the entries.",))
@@ -196,7 +197,7 @@ def _mask_rank_cases():
 
 
 exercise(
-    "ex-lr-mask-rank", notebook=NB1, name="rank_bounds", signature="rank_bounds(M, r)",
+    "ex-lr-mask-rank", notebook=NB1B, name="rank_bounds", signature="rank_bounds(M, r)",
     reference=_mask_rank_reference, cases=_mask_rank_cases, difficulty=3,
     hint="Two bounds: r times the rank of M (write M as a sum of rank M outer products), and the size "
          "of a maximum matching of the kept entries (no two in one row or one column).",
@@ -436,7 +437,7 @@ exercise(
 
 # ----------------------------------------------------------------- 04: closed-loop control
 
-NB4 = "lowrank/05_closed_loop"
+NB4 = "lowrank/06_closed_loop"
 
 
 def _velocity_reference(obs_prev, obs, dt):

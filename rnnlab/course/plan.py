@@ -44,22 +44,24 @@ PLANS = {
          ["lds/02_ldstack", "lds/03_modal_stack", "lds/04_copy_memory"]),
         ("Differentiable stacks, queues and deques", ["memory/01_stack_queue_deque"]),
         ("Learning with a differentiable memory",
-         ["memory/02_backward_dynamics", "memory/03_initialisation", "memory/04_transduction"]),
-        ("Low-rank and sparse recurrent weights", ["lowrank/01_cells", "lowrank/02_spectra"]),
+         ["memory/02_backward_dynamics", "memory/03_initialisation", "memory/04_transduction",
+          "memory/05_what_each_memory_can_do"]),
+        ("Low-rank and sparse recurrent weights",
+         ["lowrank/01_cells", "lowrank/02_rank_and_mask", "lowrank/03_spectra"]),
         ("Memory horizons and closed-loop control",
-         ["lowrank/03_jacobians_memory", "lowrank/04_rank_and_memory", "lowrank/05_closed_loop"]),
+         ["lowrank/04_jacobians_memory", "lowrank/05_rank_and_memory", "lowrank/06_closed_loop"]),
         ("Contraction and the theorems that certify it",
          ["contraction/01_contraction_in_one_page", "contraction/02_discrete_time", "contraction/03_diagonal_metrics",
           "contraction/04_full_metrics"]),
         ("Where constant metrics fail; stable networks of networks",
          ["contraction/05_counterexamples", "contraction/06_networks_of_networks",
-          "contraction/07_training_combo_nets"]),
+          "contraction/07_training_combo_nets", "contraction/08_keeping_the_certificate"]),
     ],
     "5": [
         ("Recurrences as dynamical systems and as scans", ["scans/00_dynamical_systems", "scans/01_associative_scan"]),
         ("Linear dynamical systems and long memory", ["lds/01_modal_form", "lds/04_copy_memory"]),
         ("Differentiable memories", ["memory/01_stack_queue_deque", "memory/04_transduction"]),
-        ("Low-rank recurrent weights", ["lowrank/01_cells", "lowrank/03_jacobians_memory"]),
+        ("Low-rank recurrent weights", ["lowrank/01_cells", "lowrank/04_jacobians_memory"]),
         ("Contraction and stable networks of networks",
          ["contraction/01_contraction_in_one_page", "contraction/06_networks_of_networks"]),
     ],
@@ -108,7 +110,7 @@ DOC_ROLE = re.compile(r"\{doc\}`(?P<text>[^`<]*?)(?:\s*<(?P<target>[^>`]+)>)?`")
 
 def _rebase_docs(text, chapter):
     """``text`` with its ``{doc}`` targets, relative to a page of ``chapter``, made relative to
-    ``book/`` (where the plan's page lives): ``06_reproducing`` -> ``lowrank/06_reproducing``."""
+    ``book/`` (where the plan's page lives): ``06_reproducing`` -> ``lowrank/07_reproducing``."""
     import posixpath
 
     def fix(m):

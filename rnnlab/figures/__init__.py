@@ -28,7 +28,7 @@ import pathlib
 
 from . import contraction, lowrank, scans
 from . import contraction_lessons  # ctr/01's on-ramp ellipse, ctr/02's Venn diagram and Theorem 4's rescaling
-from . import combo_training  # the Euler spiral of book/contraction/07_training_combo_nets
+from . import combo_training  # the Euler spiral of book/contraction/08_keeping_the_certificate
 from . import memory  # the memory chapter's schematics
 from . import lds as lds_figures  # the LDS chapter's schematics
 from . import lowrank_cells  # the LSTM and GRU steps and one GRU step backward of book/lowrank/01_cells

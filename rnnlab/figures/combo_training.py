@@ -1,4 +1,4 @@
-"""Schematics of ``book/contraction/07_training_combo_nets`` (training Combo Nets).
+"""Schematics of ``book/contraction/08_keeping_the_certificate`` (the Euler limit of trained Combo Nets).
 
 * :func:`euler_spiral`: the flow ``dz/dt = (-1 + i omega) z`` of a leaky unit with a rotating
   feedback, against its Euler map ``z <- (1 - alpha + i alpha omega) z``: one step drawn as a
@@ -150,7 +150,7 @@ def trained_runs_summary(root=None):
 
 def trained_runs(root=None):
     """Two panels from the committed 150-epoch runs on the permuted digits (means over seeds;
-    the per-run tables are on ``08_reproducing``). Left: the feedback's size ``||L_M||`` of
+    the per-run tables are on ``09_reproducing``). Left: the feedback's size ``||L_M||`` of
     the constrained nets before and after training, against the all-off step's limit
     ``sqrt(2/alpha - 1)``. Right: the test accuracy of the paper's constrained nets against
     the same nets trained with ``euler_margin=0.01``."""

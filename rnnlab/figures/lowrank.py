@@ -5,7 +5,7 @@ Drawn from the package's own numbers: :func:`wrec_matrices` and
 :func:`rnnlab.models.init_recurrent` (the orthogonal initialisation of
 appendix A.10, seeded), so the pictures show what the pages measure;
 :func:`cfc_heads` draws the CfC cell of :mod:`rnnlab.models.cells`, and
-:func:`imitation_pipeline` the experiment of ``05_closed_loop`` with the
+:func:`imitation_pipeline` the experiment of ``06_closed_loop`` with the
 settings of :mod:`rnnlab.experiments.imitation` (100 expert episodes,
 windows of 50 steps, shifts on 10 % of the steps).
 """
@@ -111,12 +111,14 @@ def wrec_matrices():
     x += side + 0.6
     ax.text(x - 0.3, -side / 2, "=", ha="center", va="center", fontsize=14)
     _matrix(ax, W, x, 0, c, vmax=vmax)
-    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: the mask undoes the low rank",
+    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: full again, though still rank r plus noise",
             ha="center", va="top", fontsize=8.5, color=_ORANGE)
     ax.text(-0.2, 0.55, f"n = {n}, r = {r}, s = {s:g}: {n * r * 2} trained numbers in the factors, "
             f"{kept} entries left by the mask (orthogonal initialisation)", fontsize=8.5, va="center")
     return fig
 
+
+# ------------------------------------------------------------------ 02_rank_and_mask
 
 def masked_subspaces():
     """The same mask on two rank-r truncations of one orthogonal ``W0``: the first r
@@ -192,7 +194,7 @@ def cfc_heads():
     return fig
 
 
-# ------------------------------------------------------------------ 02_spectra
+# ------------------------------------------------------------------ 03_spectra
 
 def _eigenvalues(W1, W2, M, W):
     """The eigenvalues of ``W``, computed so that the picture is the same on every machine.
@@ -249,7 +251,7 @@ def eigenvalue_clouds():
     return fig
 
 
-# ------------------------------------------------------------------ 05_closed_loop
+# ------------------------------------------------------------------ 06_closed_loop
 
 def imitation_pipeline():
     """The experiment of the paper (A.9-A.11) as a pipeline: the expert's
@@ -293,7 +295,7 @@ def imitation_pipeline():
     return fig
 
 
-# ------------------------------------------------------------------ 06_reproducing
+# ------------------------------------------------------------------ 07_reproducing
 
 HALFCHEETAH_CELLS = {"cfc": ("CfC", "C3"), "lstm": ("LSTM", "C1"), "rnn": ("RNN", "C0"), "gru": ("GRU", "C2")}
 """Name and colour of each cell in the HalfCheetah figures (the colours of the pendulum's grid)."""
@@ -371,7 +373,7 @@ def halfcheetah_budget(hc, full):
     return fig
 
 
-# ------------------------------------------------------------------ 03_jacobians_memory
+# ------------------------------------------------------------------ 04_jacobians_memory
 
 def jacobian_blocks(n=12, seed=0):
     """The one-step Jacobians of the four cells, drawn entry by entry: the
@@ -445,9 +447,9 @@ def backward_lanes(crosses=True):
     diagonal ``D(f)`` alone), with the two crossing blocks between them. A
     path that leaves the ``c`` lane for ``h`` and comes back is a *loop*; the
     red crosses mark the two crossing blocks that the ablation of
-    ``04_rank_and_memory`` sets to zero (its exercise ``ex-lr-loops`` cuts
+    ``05_rank_and_memory`` sets to zero (its exercise ``ex-lr-loops`` cuts
     the ``h -> h`` block too). With ``crosses=False`` (for
-    ``03_jacobians_memory``, before that exercise) the crosses are left out
+    ``04_jacobians_memory``, before that exercise) the crosses are left out
     and the shaded path is called a detour."""
     fig, ax = _canvas(10, 4.8, (-0.4, 10.6), (-1.1, 6.35))
     xs = [1.2, 3.9, 6.6, 9.3]
