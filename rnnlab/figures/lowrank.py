@@ -111,7 +111,7 @@ def wrec_matrices():
     x += side + 0.6
     ax.text(x - 0.3, -side / 2, "=", ha="center", va="center", fontsize=14)
     _matrix(ax, W, x, 0, c, vmax=vmax)
-    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: full again, though still rank r plus noise",
+    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: full again, a shrunk rank-r copy plus noise",
             ha="center", va="top", fontsize=8.5, color=_ORANGE)
     ax.text(-0.2, 0.55, f"n = {n}, r = {r}, s = {s:g}: {n * r * 2} trained numbers in the factors, "
             f"{kept} entries left by the mask (orthogonal initialisation)", fontsize=8.5, va="center")
