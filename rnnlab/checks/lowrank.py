@@ -7,10 +7,10 @@ imports stay inside the functions.
 from .core import Case, exercise, hidden
 
 NB1 = "lowrank/01_cells"
-NB1B = "lowrank/02_rank_and_mask"
-NB2 = "lowrank/03_spectra"
-NB3 = "lowrank/04_jacobians_memory"
-NB3B = "lowrank/05_rank_and_memory"
+NB2 = "lowrank/02_rank_and_mask"
+NB3 = "lowrank/03_spectra"
+NB4 = "lowrank/04_jacobians_memory"
+NB5 = "lowrank/05_rank_and_memory"
 
 
 def _t(values):
@@ -159,7 +159,7 @@ def _mask_energy_cases():
 
 
 exercise(
-    "ex-lr-mask-energy", notebook=NB1B, name="mask_energy", signature="mask_energy(W, s)",
+    "ex-lr-mask-energy", notebook=NB2, name="mask_energy", signature="mask_energy(W, s)",
     reference=_mask_energy_reference, cases=_mask_energy_cases, difficulty=1,
     hint="Each entry of M is 1 with probability 1 - s. The copy is (1 - s) W; the noise multiplies w_ij by "
          "m_ij - (1 - s), a number of mean 0 and variance s (1 - s).",
@@ -197,7 +197,7 @@ def _mask_rank_cases():
 
 
 exercise(
-    "ex-lr-mask-rank", notebook=NB1B, name="rank_bounds", signature="rank_bounds(M, r)",
+    "ex-lr-mask-rank", notebook=NB2, name="rank_bounds", signature="rank_bounds(M, r)",
     reference=_mask_rank_reference, cases=_mask_rank_cases, difficulty=3,
     hint="Two bounds: r times the rank of M (write M as a sum of rank M outer products), and the size "
          "of a maximum matching of the kept entries (no two in one row or one column).",
@@ -233,7 +233,7 @@ def _radius_cases():
 
 
 exercise(
-    "ex-lr-lowrank-radius", notebook=NB2, name="lowrank_radius", signature="lowrank_radius(W1, W2)",
+    "ex-lr-lowrank-radius", notebook=NB3, name="lowrank_radius", signature="lowrank_radius(W1, W2)",
     reference=_radius_reference, cases=_radius_cases, difficulty=1,
     hint="W1 W2 (n x n) and W2 W1 (r x r) have the same nonzero eigenvalues: the small one is cheap.")
 
@@ -263,7 +263,7 @@ def _gru_jacobian_cases():
 
 
 exercise(
-    "ex-lr-gru-jacobian", notebook=NB3, name="gru_jacobian", signature="gru_jacobian(W, drive, h_prev)",
+    "ex-lr-gru-jacobian", notebook=NB4, name="gru_jacobian", signature="gru_jacobian(W, drive, h_prev)",
     answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
     reference=_gru_jacobian_reference, cases=_gru_jacobian_cases,
     hint="W is (3, n, n) for the reset gate q, the update gate z and the candidate ĥ, and drive (3, n). "
@@ -297,7 +297,7 @@ def _cfc_jacobian_cases():
 
 
 exercise(
-    "ex-lr-cfc-jacobian", notebook=NB3, name="cfc_jacobian", signature="cfc_jacobian(W, drive, h_prev)",
+    "ex-lr-cfc-jacobian", notebook=NB4, name="cfc_jacobian", signature="cfc_jacobian(W, drive, h_prev)",
     answers=("rnnlab.kernels.cells_torch:cell_step_ref",),
     reference=_cfc_jacobian_reference, cases=_cfc_jacobian_cases, difficulty=2,
     hint="W is (3, n, n) for the heads F, G, H and drive (3, n). h' = σ(F) G + (1 − σ(F)) H: differentiate "
@@ -328,7 +328,7 @@ def _constant_horizon_cases():
 
 
 exercise(
-    "ex-lr-linear-horizon", notebook=NB3, name="constant_horizon", signature="constant_horizon(A, T)",
+    "ex-lr-linear-horizon", notebook=NB4, name="constant_horizon", signature="constant_horizon(A, T)",
     reference=_constant_horizon_reference, cases=_constant_horizon_cases, rtol=1e-6, atol=1e-9, difficulty=1,
     hint="Multiply P = P @ A T times and keep log ||P||_F after each; fit a line (np.polyfit) "
          "through k = ceil(T/2) ... T and return -1 / slope.")
@@ -367,7 +367,7 @@ def _highway_horizon_cases():
 
 
 exercise(
-    "ex-lr-loops", notebook=NB3B, name="highway_horizon", signature="highway_horizon(Js)",
+    "ex-lr-loops", notebook=NB5, name="highway_horizon", signature="highway_horizon(Js)",
     reference=_highway_horizon_reference, cases=_highway_horizon_cases, rtol=1e-6, atol=1e-9, difficulty=2,
     hint="Js is (T, 2n, 2n), J_1 first. Zero the three blocks other than the bottom-right (c, c) block, then "
          "take the page's horizon of the products: -1 / horizon_slope(cumulative_log_norms(cut)).")
@@ -405,7 +405,7 @@ def _growth_rate_cases():
 
 
 exercise(
-    "ex-lr-mixing", notebook=NB3B, name="growth_rate", signature="growth_rate(Js)",
+    "ex-lr-mixing", notebook=NB5, name="growth_rate", signature="growth_rate(Js)",
     reference=_growth_rate_reference, cases=_growth_rate_cases, rtol=1e-8, atol=1e-10, difficulty=2,
     hint="Js = [J_1, ..., J_T]; return log‖J_T ⋯ J_1‖_F / T. A product of thousands of steps underflows: after "
          "each multiplication divide the running product by its norm and add the log of that norm to a sum.")
@@ -427,7 +427,7 @@ def _shortening_interval_cases():
 
 
 exercise(
-    "ex-lr-loop-sign", notebook=NB3B, name="shortening_interval", signature="shortening_interval(a, f)",
+    "ex-lr-loop-sign", notebook=NB5, name="shortening_interval", signature="shortening_interval(a, f)",
     reference=_shortening_interval_reference, cases=_shortening_interval_cases, rtol=1e-9, atol=1e-12,
     difficulty=2,
     hint="Return (low, high): the loop shortens the horizon for low < pq < high. Two regimes: real eigenvalues, "
@@ -437,7 +437,7 @@ exercise(
 
 # ----------------------------------------------------------------- 04: closed-loop control
 
-NB4 = "lowrank/06_closed_loop"
+NB6 = "lowrank/06_closed_loop"
 
 
 def _velocity_reference(obs_prev, obs, dt):
@@ -466,7 +466,7 @@ def _velocity_cases():
 
 
 exercise(
-    "ex-lr-velocity", notebook=NB4, name="velocity_from_observations",
+    "ex-lr-velocity", notebook=NB6, name="velocity_from_observations",
     signature="velocity_from_observations(obs_prev, obs, dt)",
     reference=_velocity_reference, cases=_velocity_cases,
     hint="θ = atan2(sin θ, cos θ); the angle can jump by 2π between two steps near ±π: wrap the difference "
@@ -499,7 +499,7 @@ def _lqr_cases():
 
 
 exercise(
-    "ex-lr-lqr", notebook=NB4, name="lqr_gain", signature="lqr_gain(A, B, Q, R)",
+    "ex-lr-lqr", notebook=NB6, name="lqr_gain", signature="lqr_gain(A, B, Q, R)",
     reference=_lqr_reference, cases=_lqr_cases, rtol=1e-5, atol=1e-7,
     hint="Start from S = Q and iterate S ← Q + Aᵀ S A − Aᵀ S B (R + Bᵀ S B)⁻¹ Bᵀ S A until it stops changing "
          "(a few thousand steps at most); then K = (R + Bᵀ S B)⁻¹ Bᵀ S A.")
@@ -523,7 +523,7 @@ def _ed_cases():
 
 
 exercise(
-    "ex-lr-effective-dim", notebook=NB4, name="effective_dim", signature="effective_dim(X, k)",
+    "ex-lr-effective-dim", notebook=NB6, name="effective_dim", signature="effective_dim(X, k)",
     answers=("rnnlab.control.imitation:effective_dimensionality",),
     reference=_ed_reference, cases=_ed_cases, rtol=1e-6, atol=1e-9,
     hint="Centre the columns of X (PCA does), take the singular values s of the centred matrix; the variance "

@@ -15,8 +15,7 @@ import pathlib
 import numpy as np
 from matplotlib.figure import Figure
 
-__all__ = ["SPIRAL_ALPHA", "SPIRAL_STEPS", "trained_sizes", "euler_spiral", "trained_runs",
-           "trained_runs_summary"]
+__all__ = ["SPIRAL_ALPHA", "SPIRAL_STEPS", "trained_sizes", "euler_spiral"]
 
 SPIRAL_ALPHA = 0.1
 """The Euler step of the trained Combo Nets (``combo_net.PAPER['alpha']``)."""
@@ -104,93 +103,4 @@ def euler_spiral(alpha=SPIRAL_ALPHA, steps=SPIRAL_STEPS, root=None):
     fig.text(0.5, 0.965, f"dz/dt = (−1 + iω) z and its Euler map z ← (1 − α + iαω) z, α = {alpha:g}; "
              "ω: the smallest and largest feedback of the constrained nets trained on the Reproducing page",
              ha="center", fontsize=8.5)
-    return fig
-
-
-def _runs(root=None):
-    root = pathlib.Path(root) if root else pathlib.Path(__file__).resolve().parents[2]
-    data = root / "book/contraction/data"
-    runs = json.loads((data / "combo-digits.json").read_text())["runs"]
-    euler = json.loads((data / "combo-digits-euler.json").read_text())["runs"]
-    runs = [r for r in runs.values() if r["test"]["completed"]]
-    return runs, list(euler.values())
-
-
-def trained_runs_summary(root=None):
-    """The numbers behind :func:`trained_runs`, from the committed 150-epoch digit runs.
-
-    Returns a dict: ``omega`` (min, max) of ``||L_M||`` after training over the constrained nets
-    of 8 modules and more; ``radius`` (min, max) of the all-off step's spectral radius
-    ``sqrt((1 - alpha)^2 + alpha^2 omega^2)`` for them; ``bound_after`` (min, max) of the Euler
-    norm bound after training over the constrained nets with a feedback; ``cost``: for every
-    (net, modules) trained with ``euler_margin``, the mean test accuracy of the paper's
-    constrained runs minus that of the certified runs; ``certified_bound``: the largest Euler norm
-    bound of a certified run after training.
-    """
-    runs, euler = _runs(root)
-    on = [r for r in runs if r["config"]["constraint"] == "on"]
-    omega = [r["certificate_after"]["L_norm_in_metric"] for r in on
-             if r["config"]["modules"] >= 8]
-    radius = [_modulus(SPIRAL_ALPHA, w) for w in omega]
-    bound = [r["certificate_after"]["euler_norm_bound"] for r in on
-             if r["config"]["modules"] > 1]
-    cost = {}
-    for net, m in sorted({(r["config"]["net"], r["config"]["modules"]) for r in euler},
-                         key=lambda k: (k[0] != "sparse", k)):
-        paper = [r["test"]["accuracy"] for r in on if r["config"]["blocks"] == "lower"
-                 and (r["config"]["net"], r["config"]["modules"]) == (net, m)]
-        cert = [r["test"]["accuracy"] for r in euler
-                if (r["config"]["net"], r["config"]["modules"]) == (net, m)]
-        cost[(net, m)] = float(np.mean(paper) - np.mean(cert))
-    return {"omega": (min(omega), max(omega)), "radius": (min(radius), max(radius)),
-            "bound_after": (min(bound), max(bound)), "cost": cost,
-            "certified_bound": max(r["certificate_after"]["euler_norm_bound"]
-                                   for r in euler)}
-
-
-def trained_runs(root=None):
-    """Two panels from the committed 150-epoch runs on the permuted digits (means over seeds;
-    the per-run tables are on ``09_reproducing``). Left: the feedback's size ``||L_M||`` of
-    the constrained nets before and after training, against the all-off step's limit
-    ``sqrt(2/alpha - 1)``. Right: the test accuracy of the paper's constrained nets against
-    the same nets trained with ``euler_margin=0.01``."""
-    runs, euler = _runs(root)
-    on = [r for r in runs if r["config"]["constraint"] == "on" and r["config"]["modules"] > 1]
-    kinds = sorted({(r["config"]["net"], r["config"]["blocks"], r["config"]["modules"])
-                    for r in on}, key=lambda k: (k[0] != "sparse", k[2], k[1] != "lower"))
-    fig = Figure(figsize=(11, 3.5), layout="constrained")
-    ax = fig.subplots(1, 2, width_ratios=[1.5, 1])
-    x = np.arange(len(kinds))
-    for when, color, dx in (("before", "C0", -0.18), ("after", "C1", 0.18)):
-        means = [np.mean([r[f"certificate_{when}"]["L_norm_in_metric"] for r in on
-                          if (r["config"]["net"], r["config"]["blocks"],
-                              r["config"]["modules"]) == k]) for k in kinds]
-        ax[0].bar(x + dx, means, width=0.34, color=color, alpha=0.7,
-                  label=f"{when} training")
-    limit = np.sqrt(2 / SPIRAL_ALPHA - 1)
-    ax[0].axhline(limit, color=_RED, ls="--", lw=1,
-                  label=f"√(2/α − 1) = {limit:.2f}: above it, the all-off step expands")
-    ax[0].set_xticks(x, [f"{n} {m}" + ("\nall blocks" if b == "all" else "")
-                         for n, b, m in kinds], fontsize=8)
-    ax[0].set_ylim(0, 6.4)
-    ax[0].set_title("the feedback's size ‖L_M‖ (paper's constraint)", fontsize=10)
-    ax[0].set_xlabel("net and number of 32-unit modules")
-    ax[0].legend(fontsize=7.5, loc="upper left")
-    cost = trained_runs_summary(root)["cost"]
-    groups = list(cost)
-    xg = np.arange(len(groups))
-    for k, (name, color, pick) in enumerate((
-            ("paper's constraint: the flow certified", "C0",
-             lambda n, m: [r for r in on if r["config"]["blocks"] == "lower"
-                           and (r["config"]["net"], r["config"]["modules"]) == (n, m)]),
-            ("euler_margin = 0.01: every step certified", "C2",
-             lambda n, m: [r for r in euler
-                           if (r["config"]["net"], r["config"]["modules"]) == (n, m)]))):
-        acc = [np.mean([r["test"]["accuracy"] for r in pick(n, m)]) for n, m in groups]
-        ax[1].bar(xg + (k - 0.5) * 0.36, acc, width=0.34, color=color, alpha=0.7, label=name)
-    ax[1].set_xticks(xg, [f"{n} {m} x 32" for n, m in groups], fontsize=8)
-    ax[1].set_ylim(0, 1.25)
-    ax[1].set_yticks(np.linspace(0, 1, 6))
-    ax[1].set_title("test accuracy after 150 epochs", fontsize=10)
-    ax[1].legend(fontsize=7.5, loc="upper left")
     return fig
