@@ -243,3 +243,24 @@ def test_skipped_scan_rows_are_listed_not_tabulated():
     text = gpu_check.bench_markdown("scan", {"rows": [full, skipped]}, problems)
     assert problems == [] and "Not measured: float32 T=8 1x2: needs about 9 GB" in text
     assert len([line for line in text.splitlines() if line.startswith("| float32")]) == 1
+
+
+def test_numpy_gets_row_stack_back_for_numba_cuda(monkeypatch):
+    """numba-cuda 0.30.4 registers an overload of ``np.row_stack`` when its CUDA target starts;
+    NumPy 2.5 removed the alias, and on an H200 with numpy 2.5.2 no kernel compiled until
+    rnnlab restored it (NVIDIA/numba-cuda#907)."""
+    import numpy as np
+
+    from rnnlab.kernels._backend import numba_cuda, numpy_compat_for_numba_cuda
+
+    monkeypatch.delattr(np, "row_stack", raising=False)
+    numpy_compat_for_numba_cuda()
+    assert np.row_stack is np.vstack
+    numpy_compat_for_numba_cuda()                      # idempotent
+    assert np.row_stack is np.vstack
+    monkeypatch.delattr(np, "row_stack")
+    import rnnlab.kernels._backend as backend
+    monkeypatch.setattr(backend, "_cuda", None)
+    monkeypatch.setattr(backend, "_cuda_error", None)
+    numba_cuda()                                       # the first use restores it too
+    assert np.row_stack is np.vstack

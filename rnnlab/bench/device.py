@@ -23,6 +23,8 @@ import time
 
 import torch
 
+from rnnlab.kernels._backend import numpy_compat_for_numba_cuda
+
 __all__ = ["simulator", "cuda_runs_here", "tensor_device", "SIMULATOR_NOTE", "cuda_problem", "numba_cuda_details",
            "device_report"]
 
@@ -60,6 +62,7 @@ def cuda_problem():
         return (f"torch {torch.__version__} (CUDA {torch.version.cuda}) finds no GPU "
                 f"(no NVIDIA driver, or CUDA_VISIBLE_DEVICES hides the devices)")
     try:
+        numpy_compat_for_numba_cuda()
         from numba import cuda
     except ImportError as exc:
         return f"numba-cuda is not installed ({exc}): pip install 'numba-cuda[cu12]'"
@@ -77,6 +80,7 @@ def numba_cuda_details():
     if simulator():
         return out
     try:
+        numpy_compat_for_numba_cuda()
         from numba import cuda
 
         for key, get in (("driver_version", lambda: cuda.cudadrv.driver.driver.get_version()),
@@ -117,6 +121,7 @@ def _smoke_kernel():
     start = time.perf_counter()
     try:
         import numpy as np
+        numpy_compat_for_numba_cuda()
         from numba import cuda
 
         twice = cuda.jit(_twice)
@@ -177,6 +182,7 @@ def device_report(smoke=True):
     elif simulator():
         report["device"] = "numba CUDA simulator (CPU)"
     try:
+        numpy_compat_for_numba_cuda()
         from numba import cuda
 
         report["numba_cuda_module"] = cuda.__file__

@@ -241,6 +241,21 @@ _cuda_error = None
 _cuda_lock = threading.Lock()
 
 
+def numpy_compat_for_numba_cuda():
+    """Give NumPy back ``np.row_stack`` (an alias of ``np.vstack``) where it lacks it.
+
+    NumPy 2.5 removed the alias; numba-cuda up to at least 0.30.4 still registers a
+    CUDA overload of ``np.row_stack`` when its target starts (the first kernel
+    compiled), so without the alias no kernel compiles: ``AttributeError: module
+    'numpy' has no attribute 'row_stack'``, seen on an H200 with numpy 2.5.2
+    (NVIDIA/numba-cuda#907, which upstream does not plan to fix). Restoring the
+    alias changes nothing for NumPy code (it was ``np.vstack``). Idempotent."""
+    import numpy as np
+
+    if not hasattr(np, "row_stack"):
+        np.row_stack = np.vstack
+
+
 def numba_cuda():
     """``numba.cuda``, imported on first use (so importing rnnlab needs neither a GPU nor
     numba-cuda), or None when numba-cuda is missing (:func:`require_cuda` then says so).
@@ -248,6 +263,7 @@ def numba_cuda():
     global _cuda, _cuda_error
     with _cuda_lock:
         if _cuda is None and _cuda_error is None:
+            numpy_compat_for_numba_cuda()
             try:  # numba-cuda (pip install "numba-cuda[cu12]"); absent -> error on use only
                 from numba import cuda
             except ImportError as exc:  # pragma: no cover - depends on the install

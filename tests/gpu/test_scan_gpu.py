@@ -18,7 +18,7 @@ from gpu_helpers import scan_case as _make
 KERNELS = ["sequential", "chunked"]
 SHAPES = [(2, 7, 5), (1, 3, 3), (1, 1, 1)]                      # as in the simulator tests
 # (B, T, C): several blocks of 256 threads; 33 and 300 channels (a partial warp / channel group);
-# T not a multiple of CHUNKS = 16; B * C = 32768 >= SEQUENTIAL_MIN_THREADS; a long thin problem.
+# T not a multiple of CHUNKS = 16; B * C = 32768 (many channels); a long thin problem.
 BIG_SHAPES = [(4, 1000, 300), (3, 4099, 33), (64, 200, 512), (1, 20000, 8)]
 
 
@@ -59,7 +59,8 @@ def test_big_shapes_match_torch(dtype, shape, cuda_device):
 
 def test_auto_choice_takes_each_kernel():
     assert scan_cuda.choose_kernel(1, 20000, 8) == "chunked"
-    assert scan_cuda.choose_kernel(64, 200, 512) == "sequential"
+    assert scan_cuda.choose_kernel(64, 200, 512) == "chunked"          # B*C = 32768 < 2**18
+    assert scan_cuda.choose_kernel(512, 200, 512) == "sequential"      # B*C = 2**18
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -84,10 +85,10 @@ def test_public_op_auto_backend_on_cuda_tensors(dtype, cuda_device):
     """``backend="auto"`` on CUDA tensors: the CUDA kernels, through autograd, a (T, C) ``a`` broadcast."""
     gen = torch.Generator().manual_seed(2)
     a, b, h0, g = _make("TC", 3, 1500, 70, dtype, gen)
-    ref_in = [x.to(WIDE[dtype]).requires_grad_() for x in (a, b, h0)]
+    ref_in = [x.detach().to(WIDE[dtype]).requires_grad_() for x in (a, b, h0)]
     h_ref = linear_scan_ref(*ref_in)
     (h_ref * g.to(WIDE[dtype]).conj()).real.sum().backward()
-    dev_in = [x.to(cuda_device).requires_grad_() for x in (a, b, h0)]
+    dev_in = [x.detach().to(cuda_device).requires_grad_() for x in (a, b, h0)]
     h = linear_scan(*dev_in)                                   # backend="auto"
     assert h.is_cuda and h.dtype == dtype
     (h * g.to(cuda_device).conj()).real.sum().backward()
