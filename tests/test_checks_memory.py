@@ -8,7 +8,8 @@ from rnnlab.checks import evaluate, exercises
 LABELS = ["ex-mem-read-weights", "ex-mem-queue-by-hand", "ex-mem-reversal-controls", "ex-mem-deque-pops",
           "ex-mem-fractional", "ex-mem-pop-grad", "ex-mem-read-grad", "ex-mem-queue-backward", "ex-mem-deque-backward",
           "ex-mem-push-reach",
-          "ex-mem-stack-bptt", "ex-mem-pop-steps", "ex-mem-queue-step", "ex-mem-lifetime"]
+          "ex-mem-stack-bptt", "ex-mem-pop-steps", "ex-mem-queue-step", "ex-mem-lifetime",
+          "ex-mem-deque-roles", "ex-mem-inside-queue"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():

@@ -842,6 +842,55 @@ def _mask_energy_by_outcomes(W, s):
     return copy, noise, masked
 
 
+def _outside_energy_by_columns(P, r, s):
+    # E||(I - Q Q^T)(P * M)||_F^2, column by column: the mean (1 - s) p_j plus independent noise
+    # of variance s (1 - s) P_ij^2 in row i; Q = the r leading left singular vectors of P
+    P = np.asarray(P, dtype=float)
+    Q = np.linalg.svd(P)[0][:, :r]
+    out = np.eye(len(P)) - Q @ Q.T
+    total = 0.0
+    for j in range(P.shape[1]):
+        mean = out @ ((1 - s) * P[:, j])
+        total += float(mean @ mean) + float(np.trace(out @ np.diag(s * (1 - s) * P[:, j] ** 2)))
+    return total
+
+
+def _step_energy_by_rows(W, v, s):
+    # E((W * M) v)_i^2 = (mean)^2 + variance, entry by entry, with m_ij = 1 (prob. 1 - s) or 0
+    W, v = np.asarray(W, dtype=float), np.asarray(v, dtype=float)
+    total = 0.0
+    for i in range(len(W)):
+        mean = sum((1 - s) * W[i, j] * v[j] for j in range(len(v)))
+        var = sum(s * (1 - s) * (W[i, j] * v[j]) ** 2 for j in range(len(v)))
+        total += mean ** 2 + var
+    return total
+
+
+def _deque_controls_from_the_bottom(n, role):
+    # push every symbol whole at the bottom; a stack's order pops the bottom, a queue's the top
+    d = [[0.0, 1.0]] * n + [[0.0, 0.0]] * n
+    pop = [0.0, 1.0] if role == "stack" else [1.0, 0.0]
+    return d, [[0.0, 0.0]] * (n + 1) + [pop] * (n - 1)
+
+
+def _strengths_from_the_cell(net, m=12, seed=0):
+    # the controller's hidden state h_t by a hook on the LSTM cell, then sigma(W h + b) for each head
+    from rnnlab.tasks import joint_sequences, transduction
+
+    hs = []
+    hook = net.cell.register_forward_hook(lambda mod, inp, out: hs.append(out[0]))
+    sources, targets = transduction("copy", 1, m, m, vocab=net.n_source, seed=seed)
+    batch = joint_sequences(sources, targets, n_source=net.n_source, n_target=net.n_target)
+    try:
+        with torch.no_grad():
+            net(batch.inputs)
+    finally:
+        hook.remove()
+    h = torch.stack(hs, 1)[0].double()
+    return [torch.sigmoid(h @ head.weight.double().T + head.bias.double())[:, 0].detach().numpy()
+            for head in (net.push, net.pop)]
+
+
 INDEPENDENT = {
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
@@ -860,6 +909,13 @@ INDEPENDENT = {
     "ex-lr-loop-sign": _shortening_interval,
     "ex-lr-mask-rank": _mask_rank_bounds,
     "ex-lr-mask-energy": _mask_energy_by_outcomes,
+    "ex-lr-mask-reach": _outside_energy_by_columns,
+    "ex-lr-trace-size": _step_energy_by_rows,
+    # sigma on the diagonal, columns shifted cyclically: W^n = (prod sigma) I
+    "ex-lr-radius-range": lambda sigma: torch.from_numpy(
+        np.diag(np.asarray(sigma, dtype=float))[:, np.r_[1:len(sigma), 0]]),
+    "ex-mem-deque-roles": _deque_controls_from_the_bottom,
+    "ex-mem-inside-queue": _strengths_from_the_cell,
     "ex-mem-read-weights": lambda s, depth: _stack_reads(np.asarray(_t(s), dtype=float), depth),
     # t1: push .6 of v1, read .6 of v1; t2: pop .2 from the front (v1 keeps .4), push .7 of v2,
     # read .4 + .6; t3: pop .9 (v1's .4, then .5 of v2), push .4 of v3, read .2 of v2 + .4 of v3

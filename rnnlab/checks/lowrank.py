@@ -107,6 +107,35 @@ exercise(
     hints=("sigma(F) weighs tanh(G), not tanh(H): with F large, h_t is tanh(G).",))
 
 
+def _outside_energy_reference(P, r, s):
+    import torch
+
+    U = torch.linalg.svd(torch.as_tensor(P, dtype=torch.float64))[0][:, :r]  # P's r output directions
+    keep = 1 - U.pow(2).sum(1)                                                # 1 - Pi_ii, row by row
+    return float(s * (1 - s) * (keep[:, None] * torch.as_tensor(P, dtype=torch.float64) ** 2).sum())
+
+
+def _outside_energy_cases():
+    import torch
+
+    return [
+        Case((_randn(6, 2, seed=30) @ _randn(2, 6, seed=31), 2, 0.5), show="n = 6, rank 2, s = 0.5"),
+        Case((_randn(5, 1, seed=32) @ _randn(1, 5, seed=33), 1, 0.2), show="n = 5, rank 1, s = 0.2"),
+        Case((_randn(8, 3, seed=34) @ _randn(3, 8, seed=35), 3, 0.0), show="s = 0: no mask, nothing outside"),
+        Case((torch.eye(4, dtype=torch.float64), 4, 0.5), show="full rank (the identity): nothing outside"),
+    ]
+
+
+exercise(
+    "ex-lr-mask-reach", notebook=NB1, name="outside_energy", signature="outside_energy(P, r, s)",
+    reference=_outside_energy_reference, cases=_outside_energy_cases, difficulty=2,
+    hint="(I - Pi) P = 0, so (I - Pi)(P * M) = (I - Pi) E with E = P * (M - (1 - s)). Column j of E has "
+         "independent entries of mean 0 and variance s (1 - s) P_ij^2; for such a vector e, "
+         "E||(I - Pi) e||^2 = sum_i var(e_i) (1 - Pi_ii).",
+    hints=("Pi = U U^T with U the first r left singular vectors of P, so Pi_ii is the squared norm of row i "
+           "of U; each row i of P is weighted by 1 - Pi_ii, not by 1 - r/n.",))
+
+
 def _gru_weight_grad_reference(g_pre, r, h_prev):
     import torch
 
@@ -164,6 +193,39 @@ exercise(
     hint="Each entry of M is 1 with probability 1 - s. The copy is (1 - s) W; the noise multiplies w_ij by "
          "m_ij - (1 - s), a number of mean 0 and variance s (1 - s).",
     hints=("E[(w m)^2] = w^2 E[m^2] = (1 - s) w^2, since m^2 = m for a 0/1 number; sum over the entries.",))
+
+
+def _trace_size_reference(W, v, s):
+    import torch
+
+    W, v = torch.as_tensor(W, dtype=torch.float64), torch.as_tensor(v, dtype=torch.float64)
+    copy = (1 - s) ** 2 * float((W @ v).pow(2).sum())
+    return copy + s * (1 - s) * float((v ** 2 * W.pow(2).sum(0)).sum())
+
+
+def _trace_size_cases():
+    import torch
+
+    a, b = _randn(5, 1, seed=44), _randn(1, 5, seed=45)
+    null = _randn(5, seed=46)
+    null = null - (b[0] @ null) / (b[0] @ b[0]) * b[0]  # W v = 0: only the noise is left
+    return [
+        Case((_randn(6, 6, seed=43), _randn(6, seed=47), 0.5), show="n = 6, random v, s = 0.5"),
+        Case((a @ b, null, 0.3), show="rank 1, v in the null space (W v = 0), s = 0.3"),
+        Case((_randn(4, 4, seed=48), _randn(4, seed=49), 0.0), show="s = 0: no mask, ||W v||^2"),
+        Case((torch.eye(3, dtype=torch.float64), _t([1.0, -2.0, 0.5]), 0.8),
+             show="the identity, n = 3, s = 0.8"),
+        Case((_randn(5, 5, seed=50), _randn(5, seed=51), 1.0), show="s = 1: everything deleted"),
+    ]
+
+
+exercise(
+    "ex-lr-trace-size", notebook=NB2, name="step_energy", signature="step_energy(W, v, s)",
+    reference=_trace_size_reference, cases=_trace_size_cases, difficulty=2,
+    hint="Split (W * M) v into the copy (1 - s) W v and the noise N v; the cross term has mean 0, and "
+         "entry i of N v is a sum of independent terms w_ij (m_ij - (1 - s)) v_j.",
+    hints=("The noise's part is s (1 - s) times the sum over j of v_j^2 times the squared norm of "
+           "column j of W; the copy's part is (1 - s)^2 ||W v||^2.",))
 
 
 def _mask_rank_reference(M, r):
@@ -236,6 +298,54 @@ exercise(
     "ex-lr-lowrank-radius", notebook=NB3, name="lowrank_radius", signature="lowrank_radius(W1, W2)",
     reference=_radius_reference, cases=_radius_cases, difficulty=1,
     hint="W1 W2 (n x n) and W2 W1 (r x r) have the same nonzero eigenvalues: the small one is cheap.")
+
+
+def _smallest_radius_reference(sigma):
+    import torch
+
+    # e_i -> sigma_i e_(i+1), cyclically: W^n = (prod sigma) I, every |lambda| the geometric mean
+    return torch.roll(torch.diag(torch.as_tensor(sigma, dtype=torch.float64)), 1, dims=0)
+
+
+def _smallest_radius_compare(got, expected):
+    import torch
+
+    if not (hasattr(got, "shape") and tuple(got.shape) == tuple(expected.shape)):
+        return f"expected a square matrix of size {expected.shape[0]} (a tensor or an array)"
+    W = torch.as_tensor(got, dtype=torch.float64)
+    if not bool(torch.isfinite(W).all()):
+        return "the matrix must be finite (no NaN or inf)"
+    want = torch.linalg.svdvals(expected)
+    err = (torch.linalg.svdvals(W) - want).abs().max().item()
+    if err > 1e-8 * want[0].item():
+        return f"its singular values differ from sigma by up to {err:.3g}"
+    gm = want.log().mean().exp().item()
+    rho = torch.linalg.eigvals(W).abs().max().item()
+    if abs(rho / gm - 1) > 1e-6:
+        return f"its spectral radius is {rho:.6g}, the geometric mean of sigma is {gm:.6g}"
+    return None
+
+
+def _smallest_radius_cases():
+    import torch
+
+    torch_gen = torch.Generator().manual_seed(0)
+    return [
+        Case((_t([2.0, 0.5]),), show="sigma = (2, 0.5): geometric mean 1"),
+        Case((_t([3.0, 2.0, 1.0, 0.5]),), show="sigma = (3, 2, 1, 0.5)"),
+        Case((_t([1.0] * 6),), show="sigma = 1, six times: an orthogonal matrix"),
+        Case((torch.linspace(2.0, 0.5, 40, dtype=torch.float64),), show="40 values from 2 to 0.5"),
+        Case((0.5 + 1.5 * torch.rand(25, generator=torch_gen, dtype=torch.float64),),
+             show="25 random values in [0.5, 2], unsorted"),
+    ]
+
+
+exercise(
+    "ex-lr-radius-range", notebook=NB3, name="smallest_radius", signature="smallest_radius(sigma)",
+    reference=_smallest_radius_reference, cases=_smallest_radius_cases,
+    compare=_smallest_radius_compare, difficulty=2, fixed=True,
+    hint="|det W| is the product of the singular values and of the eigenvalue moduli: make every "
+         "eigenvalue modulus equal, with a matrix whose n-th power is a multiple of I.")
 
 
 # ----------------------------------------------------------------- 03: Jacobians and memory
@@ -561,6 +671,11 @@ def _mask_energy_hidden(rng):
     return [Case((_normal(rng, n, n), s)) for n, s in ((7, 0.3), (10, 0.8))]
 
 
+@hidden("ex-lr-trace-size")
+def _trace_size_hidden(rng):
+    return [Case((_normal(rng, n, n), _normal(rng, n), s)) for n, s in ((7, 0.4), (9, 0.9))]
+
+
 @hidden("ex-lr-mask-rank")
 def _mask_rank_hidden(rng):
     import torch
@@ -578,6 +693,13 @@ def _uniform(rng, *shape):
 @hidden("ex-lr-lowrank-radius")
 def _radius_hidden(rng):
     return [Case((_normal(rng, n, r) / n ** 0.5, _normal(rng, r, n) / n ** 0.5)) for n, r in ((30, 3), (50, 7))]
+
+
+@hidden("ex-lr-radius-range")
+def _smallest_radius_hidden(rng):
+    import torch
+
+    return [Case((torch.from_numpy(rng.uniform(0.5, 2.0, size=n)),)) for n in (7, 30)]
 
 
 @hidden("ex-lr-gru-jacobian")

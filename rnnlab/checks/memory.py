@@ -435,7 +435,7 @@ def _push_reach_compare(got, expected):
 
 exercise(
     "ex-mem-push-reach", notebook=NB2B, name="push_reach", signature="push_reach(d, u)",
-    reference=_push_reach_reference, cases=_push_reach_cases, compare=_push_reach_compare, difficulty=3,
+    reference=_push_reach_reference, cases=_push_reach_cases, compare=_push_reach_compare, difficulty=2,
     hint="with constant controls the stack settles after one step: the top row holds d and every row "
          "below it d - u. A push is felt by a later read while its row is read whole.")
 
@@ -631,6 +631,122 @@ exercise(
     reference=_lifetime_reference, cases=_lifetime_cases, compare=_lifetime_compare, difficulty=3,
     hint="Step t pops s[t-1, i] - s[t, i] of the value pushed at step i, at age t - i (rows are never "
          "popped at the step that pushes them). Average the ages, weighted by the popped strength.")
+
+
+# ----------------------------------------------------------------- 05: which memory for which task
+
+NB5 = "memory/05_what_each_memory_can_do"
+
+
+def _deque_roles_reference(n, role):
+    """Push n symbols whole on top; then pop one whole row per step from the top (a stack's order) or
+    from the bottom (a queue's); each as a list of 2n [top, bottom] pairs."""
+    d = [[1.0, 0.0]] * n + [[0.0, 0.0]] * n
+    pop = [1.0, 0.0] if role == "stack" else [0.0, 1.0]
+    u = [[0.0, 0.0]] * (n + 1) + [pop] * (n - 1)
+    return d, u
+
+
+def _deque_reads(controls, n):
+    """The top and the bottom reads of steps n .. 2n - 1 when step t pushes one-hot t at either end."""
+    import torch
+
+    from rnnlab import neural_memory
+
+    d, u = (torch.as_tensor(x, dtype=torch.float64).reshape(2 * n, 2) for x in controls)
+    v = torch.eye(2 * n, dtype=torch.float64)[:, None, :].expand(2 * n, 2, 2 * n)
+    r, _ = neural_memory("deque", v[None].contiguous(), d[None], u[None], backend="torch")
+    return r[0, n:, 0], r[0, n:, 1]
+
+
+def _deque_roles_compare(got, expected):
+    import torch
+
+    n = len(expected[0]) // 2
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "expected a pair (d, u)"
+    try:
+        shapes = [tuple(torch.as_tensor(x, dtype=torch.float64).shape) for x in got]
+    except (TypeError, ValueError, RuntimeError):
+        return "d and u must be lists of [top, bottom] pairs of numbers"
+    if shapes != [(2 * n, 2), (2 * n, 2)]:
+        return f"d and u must each be 2n = {2 * n} pairs [top, bottom], got shapes {shapes}"
+    newest_first = torch.eye(2 * n, dtype=torch.float64)[:n].flip(0)
+    stack = any(bool(torch.allclose(r, newest_first, atol=1e-6)) for r in _deque_reads(expected, n))
+    want = newest_first if stack else newest_first.flip(0)
+    try:
+        top, bottom = _deque_reads(got, n)
+    except (ValueError, TypeError, RuntimeError) as e:
+        return f"the deque refused these controls: {e}"
+    if any(bool(torch.allclose(r, want, atol=1e-6)) for r in (top, bottom)):
+        return None
+    order = "in reverse (newest first)" if stack else "in order (oldest first)"
+    return (f"neither the top nor the bottom read of steps n .. 2n - 1 shows the symbols {order}: "
+            f"the top read shows {[int(r.argmax()) + 1 if r.sum() > 0.5 else 0 for r in top]}, "
+            f"the bottom read {[int(r.argmax()) + 1 if r.sum() > 0.5 else 0 for r in bottom]}")
+
+
+def _deque_roles_cases():
+    return [Case((n, role), show=f"n = {n}, as a {role}") for n in (1, 2, 3, 5) for role in ("stack", "queue")]
+
+
+exercise(
+    "ex-mem-deque-roles", notebook=NB5, name="deque_controls", signature="deque_controls(n, role)",
+    reference=_deque_roles_reference, cases=_deque_roles_cases, compare=_deque_roles_compare, difficulty=1,
+    hint="Push every source symbol whole at one end. Which end's row holds the newest symbol, and which "
+         "the oldest? Pop from the end whose read must show the next symbol due.")
+
+
+def _strengths_reference(net, m=12, seed=0):
+    """The push and pop strengths of a memory network reading one teacher-forced copy pair (seeded)."""
+    import torch
+
+    from rnnlab.tasks import joint_sequences, transduction
+
+    seen = {"push": [], "pop": []}
+    hooks = [getattr(net, name).register_forward_hook(lambda mod, inp, out, name=name: seen[name].append(out))
+             for name in seen]
+    sources, targets = transduction("copy", 1, m, m, vocab=net.n_source, seed=seed)
+    batch = joint_sequences(sources, targets, n_source=net.n_source, n_target=net.n_target)
+    try:
+        with torch.no_grad():
+            net(batch.inputs)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return [torch.sigmoid(torch.stack(seen[name], 1))[0, :, 0].double().numpy() for name in ("push", "pop")]
+
+
+def _strengths_compare(got, expected):
+    import numpy as np
+
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "expected a pair [push strengths, pop strengths]"
+    try:
+        got = [np.asarray(x, dtype=float).reshape(-1) for x in got]
+    except (TypeError, ValueError, RuntimeError):
+        return "the push and pop strengths must be arrays of numbers, one a step"
+    for name, g, e in zip(("push", "pop"), got, expected):
+        if g.shape != e.shape:
+            return f"expected {len(e)} {name} strengths (one a step of the joint sequence), got {len(g)}"
+        if not np.allclose(g, e, rtol=1e-5, atol=1e-6):
+            return f"the {name} strengths differ: are they the sigmoids of the head's outputs, in step order?"
+    return None
+
+
+def _strengths_cases():
+    from rnnlab.experiments.transduction import make_model
+
+    return [Case((make_model(kind, n_source=8, n_target=8, hidden=8, values=4, embedding=4, seed=seed).eval(),
+                  m, seed), show=f"an untrained {kind} network (seed {seed}), m = {m}")
+            for kind, m, seed in (("queue", 3, 0), ("stack", 5, 1), ("queue", 12, 2))]
+
+
+exercise(
+    "ex-mem-inside-queue", notebook=NB5, name="push_pop_strengths", signature="push_pop_strengths(net, m, seed)",
+    reference=_strengths_reference, cases=_strengths_cases, compare=_strengths_compare, difficulty=2,
+    hint="Register a forward hook on net.push and on net.pop that stores each output, run the network once "
+         "on the joint sequence of one copy pair, and take the sigmoid of the stored outputs.")
 
 
 # ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
