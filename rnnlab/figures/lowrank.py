@@ -81,7 +81,7 @@ def _rank(A):
 def wrec_matrices():
     """``W_rec(r, s) = (W1 W2) ⊙ M`` as matrices, entry by entry: the two trained
     factors, their product (rank r), the fixed Bernoulli mask, and the masked
-    product, which is full rank again. Colour: the sign and size of an entry;
+    product, which is full rank. Colour: the sign and size of an entry;
     white: exactly zero."""
     ex = WREC_EXAMPLE
     n, r, s = ex["n"], ex["rank"], ex["sparsity"]
@@ -89,7 +89,8 @@ def wrec_matrices():
     P = W1 @ W2
     c = 0.3                                    # side of one entry
     side = n * c
-    fig, ax = _canvas(11.5, 3.6, (-0.3, 5 * side + 4 * 1.2 - 0.6 + 0.3), (-side - 1.3, 0.9))
+    right = r * c + 0.45 + 4 * side + 3 * 0.6 + 0.9   # the last matrix and half its label's overhang
+    fig, ax = _canvas(11.5 * (right + 0.3) / (5 * side + 4 * 1.2), 3.6, (-0.3, right), (-side - 1.3, 0.9))
     vmax = float(np.abs(np.concatenate([W1.ravel(), W2.ravel(), P.ravel()])).max())
     x = 0.0
     _matrix(ax, W1, x, 0, c, vmax=vmax)
@@ -111,7 +112,7 @@ def wrec_matrices():
     x += side + 0.6
     ax.text(x - 0.3, -side / 2, "=", ha="center", va="center", fontsize=14)
     _matrix(ax, W, x, 0, c, vmax=vmax)
-    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: full again, a shrunk rank-r copy plus noise",
+    ax.text(x + side / 2, -side - 0.3, f"W_rec(r, s) = (W₁W₂) ⊙ M\nrank {_rank(W)}: full rank,\na shrunk rank-{r} copy plus noise",
             ha="center", va="top", fontsize=8.5, color=_ORANGE)
     ax.text(-0.2, 0.55, f"n = {n}, r = {r}, s = {s:g}: {n * r * 2} trained numbers in the factors, "
             f"{kept} entries left by the mask (orthogonal initialisation)", fontsize=8.5, va="center")
@@ -215,7 +216,7 @@ def _eigenvalues(W1, W2, M, W):
 
 def eigenvalue_clouds():
     """The eigenvalues of four initial matrices (orthogonal init, n = 128): dense,
-    sparse, low rank, low rank and sparse, each with the circle its law predicts:
+    sparse, low rank, low rank and sparse, each with the circle its rule predicts:
     radius 1 (orthogonal: the eigenvalues lie on it, so no disk is shaded),
     √(1 − s) (the RMS rule; a masked orthogonal matrix is not covered by the
     circular law, A.6.1-A.6.2), √(r/n) (truncated Haar, A.6.3),
@@ -230,11 +231,11 @@ def eigenvalue_clouds():
     fig = Figure(figsize=(11, 3.3), layout="constrained")
     axes = fig.subplots(1, 4, sharex=True, sharey=True)
     t = np.linspace(0, 2 * np.pi, 181)
-    for ax, (rank, sp, radius, title, law) in zip(axes, panels):
+    for ax, (rank, sp, radius, title, rule) in zip(axes, panels):
         lam = _eigenvalues(*_sample(n, rank, sp, ex["seed"]))
         if rank is not None or sp > 0:  # an orthogonal matrix's eigenvalues lie on the circle
             ax.fill(radius * np.cos(t), radius * np.sin(t), color=_ORANGE_FILL, lw=0)
-        ax.plot(radius * np.cos(t), radius * np.sin(t), color=_ORANGE, lw=1.2, ls="--", label=law)
+        ax.plot(radius * np.cos(t), radius * np.sin(t), color=_ORANGE, lw=1.2, ls="--", label=rule)
         ax.plot(np.cos(t), np.sin(t), color="#bbbbbb", lw=0.8)
         ax.scatter(lam.real, lam.imag, s=4, color=_BLUE, zorder=3, linewidths=0)
         rho = np.abs(lam).max()
@@ -242,7 +243,7 @@ def eigenvalue_clouds():
         if zero:
             ax.annotate(f"{zero} eigenvalues\nat 0", (0, 0), (0.45, 0.75), fontsize=7, ha="left",
                         arrowprops=dict(arrowstyle="-", color="#888888", lw=0.6))
-        ax.set_title(f"{title}\nρ = {rho:.2f}, law {radius:.2f}", fontsize=9)
+        ax.set_title(f"{title}\nρ = {rho:.2f}, rule {radius:.2f}", fontsize=9)
         ax.set(xlim=(-1.15, 1.15), ylim=(-1.15, 1.15), aspect="equal", xticks=[-1, 0, 1], yticks=[-1, 0, 1])
         ax.tick_params(labelsize=7)
         ax.legend(loc="lower center", fontsize=7, frameon=False, bbox_to_anchor=(0.5, -0.02),
