@@ -28,7 +28,7 @@ PAGE_A = [
 ]
 PAGE_B = [
     "# Page B\n\nSee {ref}`sec-a`, {eq}`eq-b`, {eq}`eq-a`, {prf:ref}`thm-a`, {prf:ref}`the theorem <thm-a>`, "
-    "{doc}`a`, {doc}`the first page <a>`, {term}`Spectral radius`, {numref}`fig-b`, {ref}`ex-a`.",
+    "{doc}`a`, {doc}`the first page <a>`, {term}`Spectral radius`, {term}`spectral  radius`, {numref}`fig-b`, {ref}`ex-a`.",
     "$$\ny = 2\n$$ (eq-b)\n\n```{prf:proposition} Prop\n:label: prop-b\n\n$$\nz\n$$\n```\n\n"
     "```{prf:theorem} Second\n:label: thm-c\n```",
     "```{note}\nA note with {cite}`roe2010`.\n```\n\n```{admonition} Reproduction notes: timings\n"
@@ -81,7 +81,8 @@ def book(tmp_path_factory):
                                    "  - file: book/ch/a\n  - file: book/ch/b\n  - file: book/glossary\n")
     (root / "book" / "ch" / "figures").mkdir(parents=True)
     (root / "book" / "intro.md").write_text("# Intro\n")
-    (root / "book" / "glossary.md").write_text("# Glossary\n")
+    (root / "book" / "glossary.md").write_text(
+        "# Glossary\n\n```{glossary}\nSpectral radius\n  The largest |eigenvalue|.\n```\n")
     (root / "book" / "references.bib").write_text(BIB)
     (root / "book" / "ch" / "figures" / "pic.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
     (root / "book" / "ch" / "figures" / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n")
@@ -141,8 +142,17 @@ def test_references_across_pages_link_to_the_online_book(book, index):
     for expected in (f"[First section]({a}#sec-a)", "(2),", f"[(1)]({a}#equation-eq-a)",
                      f"[Theorem 1]({a}#thm-a)", f"[the theorem]({a}#thm-a)", f"[Page A]({a})",
                      f"[the first page]({a})", f"[Spectral radius]({BASE}book/glossary.html#term-Spectral-radius)",
+                     # Sphinx matches a term whatever its case; the id keeps the glossary's spelling.
+                     f"[spectral  radius]({BASE}book/glossary.html#term-Spectral-radius)",
                      "Fig. 1", f"[Exercise 1 (★★ Derive it)]({a}#ex-a)"):
         assert expected in text, expected
+
+
+def test_a_term_the_glossary_does_not_define_is_an_error(book, index):
+    ctx = myst.Context(index=index, doc="book/ch/b", where="b.ipynb")
+    assert myst.render_role("term", "the spectral radius <SPECTRAL RADIUS>", ctx).endswith("#term-Spectral-radius)")
+    with pytest.raises(myst.MystError, match="'Spectral radii'.*does not define"):
+        myst.render_role("term", "Spectral radii", ctx)
 
 
 def test_admonitions_notes_and_figures(book, index):

@@ -180,7 +180,9 @@ class BookIndex:
 
     Built from the pages of ``_toc.yml`` in order. ``targets`` maps a label
     to its :class:`Target`; ``titles`` maps a page (``book/x/y``) to its
-    first heading; ``bib`` maps a citation key to ``(authors, year)``."""
+    first heading; ``bib`` maps a citation key to ``(authors, year)``;
+    ``glossary`` maps a glossary term, lower-cased, to its spelling on
+    ``book/glossary.md`` (:func:`read_glossary`)."""
 
     def __init__(self, root=".", base_url=None):
         self.root = pathlib.Path(root)
@@ -209,6 +211,7 @@ class BookIndex:
             for label in self._pending:
                 self.targets[label] = Target(doc, "section", None, "")
         self.bib = read_bib(self.root)
+        self.glossary = read_glossary(self.root)
         self.files_ref = files_ref(self.root)
 
     def _next(self, kind):
@@ -295,6 +298,30 @@ def online_url(root="."):
 def plain_title(markdown):
     """A heading's text without Markdown emphasis or code marks (for link texts)."""
     return re.sub(r"[*_`]", "", markdown).strip()
+
+
+def read_glossary(root="."):
+    """``{term.lower(): term}`` for every term of ``book/glossary.md``'s ``{glossary}`` directive.
+
+    Sphinx matches a ``{term}`` role to a glossary term whatever the case, but
+    the term's id (the anchor a link needs) keeps the glossary's spelling: the
+    editions' links look the spelling up here. In the directive's body a term is
+    a line that starts in the first column; its definition is indented."""
+    path = pathlib.Path(root) / "book" / "glossary.md"
+    if not path.exists():
+        return {}
+    out = {}
+    text = path.read_text(encoding="utf8")
+    tokens = parse(text)
+    lines = text.splitlines()
+    for tok in tokens:
+        d = directive_of(tok, lines)
+        if d is None or d.name != "glossary":
+            continue
+        for line in d.body.splitlines():
+            if line.strip() and not line[0].isspace():
+                out[line.strip().lower()] = line.strip()
+    return out
 
 
 def read_bib(root="."):

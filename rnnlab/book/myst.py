@@ -159,7 +159,10 @@ def render_role(name, content, ctx: Context):
         return f"[{title or index.titles[doc]}]({index.page_url(doc)})"
     if name == "term":
         title, term = _title_and_label(content)
-        return f"[{title or term}]({index.page_url('book/glossary', glossary_anchor(term))})"
+        spelled = index.glossary.get(" ".join(term.split()).lower())
+        if spelled is None:
+            raise MystError(f"{ctx.where}: {{term}} names {term!r}, which book/glossary.md does not define")
+        return f"[{title or term}]({index.page_url('book/glossary', glossary_anchor(spelled))})"
     if name in ("math",):
         return f"${content}$"
     if name in ("abbr",):
