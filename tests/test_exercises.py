@@ -340,24 +340,6 @@ def _stack_bptt_fd(v, d, u, g_r, h=1e-6):
     return tuple(grads)
 
 
-def _queue_step(V, s, v, d, u):
-    """A soft queue step, one sequence at a time in plain Python: the pop takes min(s_i, what is left of
-    u) from row 0 on, the push appends (v, d), the read takes min(s_i, what is left of 1) from row 0 on."""
-    Vs, ss, rs = [], [], []
-    for b in range(len(s)):
-        rows, st, left = V[b].tolist() + [v[b].tolist()], s[b].tolist(), float(u[b])
-        for i in range(len(st)):
-            take = min(st[i], left)
-            st[i], left = st[i] - take, left - take
-        st.append(float(d[b]))
-        r, left = np.zeros(len(v[b])), 1.0
-        for i in range(len(st)):
-            w = min(st[i], left)
-            r, left = r + w * np.asarray(rows[i]), left - w
-        Vs.append(rows), ss.append(st), rs.append(r)
-    return np.array(Vs).reshape(len(s), len(ss[0]), -1), np.array(ss), np.array(rs)
-
-
 def _exact_pops(m, same_step):
     """Search every 0/1 pop sequence of <s> x_1 .. x_m ||| x_m .. x_1 on a classical list stack (push
     each source symbol; a pop of an empty stack does nothing): keep those whose output steps see x_m ..
@@ -891,7 +873,64 @@ def _strengths_from_the_cell(net, m=12, seed=0):
             for head in (net.push, net.pop)]
 
 
+def _banded_mask_by_loops(n, width):
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(max(0, i - width), min(n, i + width + 1)):
+            out[i, j] = 1.0
+    return torch.from_numpy(out)
+
+
+def _ls_error_by_trace(A, Z, sigma):
+    # E||sigma Z G^+ xi||^2 = sigma^2 trace((G^T G)^-1), G = A Z of full column rank
+    G = np.asarray(_t(A), dtype=float) @ np.asarray(_t(Z), dtype=float)
+    return sigma ** 2 * float(np.trace(np.linalg.inv(G.T @ G)))
+
+
+def _budget(n, r, s):
+    rho = (r * (1 - s) / n) ** 0.5
+    return np.array([rho, 1 / rho, -1 / np.log(rho)])
+
+
+def _tanh_grads(W, xs):
+    W, xs = np.asarray(W, float), np.asarray(xs, float)
+    h, J, out = np.zeros(len(W)), np.eye(len(W)), []
+    for x in xs:
+        h = np.tanh(W @ h + x)
+        J = np.diag(1 - h ** 2) @ W @ J
+        out.append(np.linalg.norm(J, 2))
+    return np.array(out)
+
+
+def _linked_symbols(d, u, n):
+    """A stack of its own (pop, push, read with the left-argument rule) and autograd: does the read
+    of step 2n - i depend on the push of step i?"""
+    import torch
+
+    d = torch.as_tensor(d, dtype=torch.float64).detach().clone().requires_grad_()
+    u = torch.as_tensor(u, dtype=torch.float64)
+    B, T = d.shape
+    v = torch.randn(B, T, 2, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    out = torch.zeros(B, n, dtype=torch.bool)
+    for b in range(B):
+        s, reads = d.new_zeros(0), []
+        for t in range(T):
+            above = s.flip(0).cumsum(0).flip(0) - s
+            s = torch.cat([torch.relu(s - torch.relu(u[b, t] - above)), d[b, t:t + 1]])
+            cap = torch.relu(1 - (s.flip(0).cumsum(0).flip(0) - s))
+            reads.append(torch.where(s <= cap, s, cap) @ v[b, :t + 1])
+        for i in range(1, n + 1):
+            (g,) = torch.autograd.grad(reads[2 * n - i].sum(), d, retain_graph=True)
+            out[b, i - 1] = bool(g[b, i] != 0)
+    return out
+
+
 INDEPENDENT = {
+    "ex-lr-knob-sweep": _banded_mask_by_loops,
+    "ex-lr-decode-noise": _ls_error_by_trace,
+    "ex-lr-init-budget": _budget,
+    "ex-lr-rescaled-rnn": lambda W, xs: _tanh_grads(_t(W), _t(xs)),
+    "ex-mem-linked-symbols": _linked_symbols,
     "ex-scans-counts": _hillis_blelloch,
     "ex-scans-segmented": lambda x, starts: _segmented(_t(x), starts),
     "ex-scans-chunks": _chunked_depth,
@@ -941,7 +980,6 @@ INDEPENDENT = {
     "ex-mem-deque-backward": lambda s, ut, ub, g: _deque_pop_grads(_t(s), ut, ub, _t(g)),
     "ex-mem-stack-bptt": _stack_bptt_fd,
     "ex-mem-pop-steps": _exact_pops,
-    "ex-mem-queue-step": _queue_step,
     # the cross term of M J + J^T M, M = diag(1, p), J = -I + W, is affine in p: its root from p = 0, 1
     "ex-ctr-balance": lambda W: float(np.roots([_cross(W, 1.0) - _cross(W, 0.0), _cross(W, 0.0)])[0]),
     "ex-ctr-linear": lambda W: _vertex_rate(np.asarray(W, dtype=float)),

@@ -136,6 +136,25 @@ exercise(
            "of U; each row i of P is weighted by 1 - Pi_ii, not by 1 - r/n.",))
 
 
+def _banded_mask_reference(n, width):
+    import torch
+
+    i = torch.arange(n)
+    return ((i[:, None] - i[None, :]).abs() <= width).double()
+
+
+exercise(
+    "ex-lr-knob-sweep", notebook=NB1, name="banded_mask", signature="banded_mask(n, width)",
+    reference=_banded_mask_reference, difficulty=3,
+    cases=lambda: [Case((6, 1), show="n = 6, width 1: the diagonal and its two neighbours"),
+                   Case((5, 0), show="width 0: the identity"),
+                   Case((4, 3), show="width n - 1: every entry kept"),
+                   Case((24, 6), show="n = 24, width 6")],
+    hint="Entry (i, j) is 1 when |i - j| <= width and 0 otherwise: compare a column of indices with a row "
+         "of indices, and return float64 zeros and ones.",
+    hints=("i = torch.arange(n); (i[:, None] - i[None, :]).abs() <= width is the band, as booleans.",))
+
+
 def _gru_weight_grad_reference(g_pre, r, h_prev):
     import torch
 
@@ -228,6 +247,38 @@ exercise(
            "column j of W; the copy's part is (1 - s)^2 ||W v||^2.",))
 
 
+def _ls_error_reference(A, Z, sigma):
+    import torch
+
+    G = torch.as_tensor(A, dtype=torch.float64) @ torch.as_tensor(Z, dtype=torch.float64)
+    return sigma ** 2 * float((1 / torch.linalg.svdvals(G) ** 2).sum())
+
+
+def _ls_error_cases():
+    import torch
+
+    def frame(n, k, seed):  # n x k with orthonormal columns
+        return torch.linalg.qr(_randn(n, k, seed=seed))[0]
+
+    eye = torch.eye(5, dtype=torch.float64)
+    return [
+        Case((_randn(6, 6, seed=60), frame(6, 3, 61), 0.1), show="n = 6, k = 3, sigma = 0.1"),
+        Case((eye, eye[:, :2], 0.3), show="A = I, Z two coordinates: 2 sigma^2"),
+        Case((torch.diag(_t([1.0, 0.1, 2.0, 1.0])), torch.eye(4, dtype=torch.float64)[:, :2], 1.0),
+             show="A = diag(1, 0.1, 2, 1), Z the first two coordinates: 1 + 1 / 0.1^2"),
+        Case((_randn(8, 8, seed=62), frame(8, 8, 63), 0.05), show="k = n: Z orthogonal"),
+        Case((_randn(5, 5, seed=64), frame(5, 2, 65), 0.0), show="sigma = 0: no noise, no error"),
+    ]
+
+
+exercise(
+    "ex-lr-decode-noise", notebook=NB2, name="ls_error", signature="ls_error(A, Z, sigma)",
+    reference=_ls_error_reference, cases=_ls_error_cases, difficulty=2,
+    hint="With G = A Z of full column rank, G^+ G = I, so the decoder's error is sigma Z G^+ xi; Z keeps "
+         "lengths, and E||B xi||^2 = ||B||_F^2 for a standard Gaussian xi.",
+    hints=("||G^+||_F^2 is the sum of 1 / sigma_i^2 over the singular values of G = A Z, not of A.",))
+
+
 def _mask_rank_reference(M, r):
     import numpy as np
     import torch
@@ -268,6 +319,31 @@ exercise(
 
 
 # ----------------------------------------------------------------- 02: spectra
+
+def _budget_reference(n, r, s):
+    import math
+
+    import torch
+
+    rho = math.sqrt(r * (1 - s) / n)  # the rule from an orthogonal start: the mass kept is r (1 - s) of n
+    return torch.tensor([rho, 1 / rho, 1 / abs(math.log(rho))], dtype=torch.float64)
+
+
+def _budget_cases():
+    return [
+        Case((256, 64, 0.5), show="n = 256, r = 64, s = 0.5"),
+        Case((256, 64, 0.0), show="rank 64 of 256, no mask"),
+        Case((256, 256, 0.75), show="full rank, s = 0.75"),
+        Case((512, 512, 0.2), show="full rank, a light mask"),
+    ]
+
+
+exercise(
+    "ex-lr-init-budget", notebook=NB3, name="init_budget", signature="init_budget(n, r, s)",
+    reference=_budget_reference, cases=_budget_cases, difficulty=1,
+    hint="From an orthogonal start the mask and the truncation keep a fraction r(1 - s)/n of the mass "
+         "(the squared Frobenius norm): rho is its square root, the gain 1/rho, the horizon 1/|log rho|.")
+
 
 def _radius_reference(W1, W2):
     import torch
@@ -346,6 +422,40 @@ exercise(
     compare=_smallest_radius_compare, difficulty=2, fixed=True,
     hint="|det W| is the product of the singular values and of the eigenvalue moduli: make every "
          "eigenvalue modulus equal, with a matrix whose n-th power is a multiple of I.")
+
+
+def _gradient_sizes_reference(W, xs):
+    import torch
+
+    W, xs = torch.as_tensor(W, dtype=torch.float64), torch.as_tensor(xs, dtype=torch.float64)
+    h, J, sizes = torch.zeros(W.shape[0], dtype=torch.float64), torch.eye(W.shape[0], dtype=torch.float64), []
+    for x in xs:
+        h = torch.tanh(W @ h + x)
+        J = (1 - h ** 2)[:, None] * (W @ J)  # d h_t / d h_0 = D_t W (d h_(t-1) / d h_0)
+        sizes.append(torch.linalg.matrix_norm(J, 2))
+    return torch.stack(sizes)
+
+
+def _gradient_sizes_cases():
+    return [
+        Case((0.5 * _randn(6, 6, seed=0), _randn(10, 6, seed=1)), show="n = 6, T = 10, random W"),
+        Case((_eye(4), 0.1 * _randn(5, 4, seed=2)), show="W = I, small inputs"),
+        Case((2.0 * _randn(5, 5, seed=3), 3.0 * _randn(8, 5, seed=4)), show="saturated: large W and inputs"),
+        Case((_t([[0.0, 1.0], [0.0, 0.0]]), _t([[0.0, 0.0]] * 3)), show="nilpotent W, zero inputs: 1, 0, 0"),
+    ]
+
+
+def _eye(n):
+    import torch
+
+    return torch.eye(n, dtype=torch.float64)
+
+
+exercise(
+    "ex-lr-rescaled-rnn", notebook=NB3, name="gradient_sizes", signature="gradient_sizes(W, xs)",
+    reference=_gradient_sizes_reference, cases=_gradient_sizes_cases, difficulty=3,
+    hint="Carry J = d h_t / d h_0 along the run: J starts at I, and each step J <- diag(1 - h_t^2) W J, "
+         "with h_t the new state; return the spectral norm (ord 2) of each J.")
 
 
 # ----------------------------------------------------------------- 03: Jacobians and memory
@@ -700,6 +810,16 @@ def _smallest_radius_hidden(rng):
     import torch
 
     return [Case((torch.from_numpy(rng.uniform(0.5, 2.0, size=n)),)) for n in (7, 30)]
+
+
+@hidden("ex-lr-init-budget")
+def _budget_hidden(rng):
+    return [Case((int(n), int(r), float(s))) for n, r, s in ((300, 30, 0.4), (64, 64, 0.9))]
+
+
+@hidden("ex-lr-rescaled-rnn")
+def _gradient_sizes_hidden(rng):
+    return [Case((0.4 * _normal(rng, n, n), _normal(rng, T, n))) for n, T in ((5, 7), (8, 12))]
 
 
 @hidden("ex-lr-gru-jacobian")

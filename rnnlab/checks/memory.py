@@ -440,6 +440,67 @@ exercise(
          "below it d - u. A push is felt by a later read while its row is read whole.")
 
 
+def _linked_symbols_reference(d, u, n):
+    """Which source symbols of n-symbol reversals are linked: entry [b, i - 1] is True when the read
+    of step 2n - i (the one that must return symbol i) depends on the push of step i, by autograd
+    through the package's stack with random values (steps counted from 0, the start symbol)."""
+    import torch
+
+    from rnnlab import neural_memory
+
+    d = torch.as_tensor(d, dtype=torch.float64).detach().clone().requires_grad_()
+    u = torch.as_tensor(u, dtype=torch.float64).detach()
+    v = torch.randn(d.shape + (3,), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    r, _ = neural_memory("stack", v, d, u, backend="torch")
+    out = []
+    for i in range(1, n + 1):
+        (g,) = torch.autograd.grad(r[:, 2 * n - i].sum(), d, retain_graph=True)
+        out.append(g[:, i].abs() > 1e-12)
+    return torch.stack(out, 1)
+
+
+def _linked_case(seed, B, n, pop_high=1.0, show=""):
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    d = 0.1 + 0.9 * torch.rand(B, 2 * n + 2, generator=gen, dtype=torch.float64)
+    u = pop_high * torch.rand(B, 2 * n + 2, generator=gen, dtype=torch.float64)
+    return Case((d, u, n), show=show or f"random controls, {B} sequences, n = {n} (seed {seed})")
+
+
+def _linked_symbols_cases():
+    import torch
+
+    def constant(d, u, n):
+        return Case((torch.full((1, 2 * n + 2), d, dtype=torch.float64),
+                     torch.full((1, 2 * n + 2), u, dtype=torch.float64), n),
+                    show=f"constant d = {d}, u = {u}, n = {n}")
+
+    return [constant(0.5, 0.27, 4), constant(0.5, 0.62, 3), constant(0.5, 0.38, 3),
+            _linked_case(0, 3, 3), _linked_case(1, 2, 5, pop_high=0.5, show="")]
+
+
+def _linked_symbols_compare(got, expected):
+    import numpy as np
+
+    got = np.asarray(got.detach() if hasattr(got, "detach") else got)
+    if got.shape != tuple(expected.shape):
+        return f"expected shape {tuple(expected.shape)} (sequences, symbols), got {got.shape}"
+    if got.dtype != bool:
+        return "expected booleans (True where the symbol is linked)"
+    wrong = np.argwhere(got != expected.numpy())
+    return None if len(wrong) == 0 else f"symbol {wrong[0][1] + 1} of sequence {wrong[0][0]} is wrong"
+
+
+exercise(
+    "ex-mem-linked-symbols", notebook=NB2B, name="linked_symbols", signature="linked_symbols(d, u, n)",
+    reference=_linked_symbols_reference, cases=_linked_symbols_cases, compare=_linked_symbols_compare,
+    difficulty=3,
+    hint="symbol i is pushed at step i (step 0 reads the start symbol) and must come back in the read "
+         "of step 2n - i. Drive the stack with d and u and random values; ask autograd whether that "
+         "read depends on d at step i.")
+
+
 def _stack_bptt_reference(v, d, u, g_r):
     """Autograd through the package's stack (one sequence): the gradients of
     L = sum_t <g_r[t], r_t> with respect to the values, the pushes and the pops."""
@@ -532,55 +593,6 @@ exercise(
     reference=_pops_reference, cases=_pops_cases, compare=_pops_compare, difficulty=2,
     hint="Draw the steps as in the timing figure: for each output symbol, which read shows it, and what "
          "must the stack hold after that read's step? A pop of step t changes the read of step t.")
-
-
-def _queue_step_reference(V, s, v, d, u):
-    """One soft queue step (eq. 4-5) with the package's pop and read from the ``"front"``: rows V (B, t, m)
-    and strengths s (B, t) oldest first; returns (V, s, r) after the pop, the push and the read."""
-    import torch
-
-    from rnnlab.kernels import memory_torch
-
-    s = memory_torch._pop(s, u, "front")
-    V, s = torch.cat([V, v[:, None]], 1), torch.cat([s, d[:, None]], 1)
-    w = memory_torch._read_weights(s, "front")
-    return V, s, (w[:, :, None] * V).sum(1)
-
-
-def _queue_step_case(seed, B, t, m, show):
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    return Case((torch.rand(B, t, m, generator=g, dtype=torch.float64) * 2 - 1,
-                 torch.rand(B, t, generator=g, dtype=torch.float64),
-                 torch.rand(B, m, generator=g, dtype=torch.float64) * 2 - 1,
-                 torch.rand(B, generator=g, dtype=torch.float64),
-                 torch.rand(B, generator=g, dtype=torch.float64)), show=show)
-
-
-def _queue_step_cases():
-    import torch
-
-    f = torch.float64
-    return [
-        Case((torch.tensor([[[1.0], [2.0], [3.0]]], dtype=f), torch.tensor([[0.6, 0.7, 0.5]], dtype=f),
-              torch.tensor([[4.0]], dtype=f), torch.tensor([0.8], dtype=f), torch.tensor([0.9], dtype=f)),
-             show="values 1, 2, 3 with strengths 0.6, 0.7, 0.5; pop 0.9, push 4 with 0.8"),
-        Case((torch.zeros(1, 0, 2, dtype=f), torch.zeros(1, 0, dtype=f), torch.tensor([[1.0, -1.0]], dtype=f),
-              torch.tensor([0.5], dtype=f), torch.tensor([0.3], dtype=f)), show="an empty queue (t = 0)"),
-        Case((torch.tensor([[[1.0], [2.0]]], dtype=f), torch.tensor([[0.2, 0.3]], dtype=f),
-              torch.tensor([[5.0]], dtype=f), torch.tensor([0.4], dtype=f), torch.tensor([0.9], dtype=f)),
-             show="a pop larger than everything stored"),
-        _queue_step_case(0, 3, 5, 4, "a batch of 3, random rows and controls"),
-    ]
-
-
-exercise(
-    "ex-mem-queue-step", notebook=NB3, name="queue_step", signature="queue_step(V, s, v, d, u)",
-    reference=_queue_step_reference, cases=_queue_step_cases, difficulty=1,
-    hint="Copy stack_step and change the direction: the pop and the read start at the oldest row (row 0), "
-         "so the sum that matters is the strength of the rows before each row, not above it.",
-    hints=("A running sum from the front is s.cumsum(1) - s: no flips.",))
 
 
 def _lifetime_reference(s):
@@ -787,6 +799,11 @@ def _push_reach_hidden(rng):
     return cases
 
 
+@hidden("ex-mem-linked-symbols")
+def _linked_symbols_hidden(rng):
+    return [_linked_case(int(rng.integers(100, 10_000)), B, n) for B, n in ((2, 4), (3, 6))]
+
+
 @hidden("ex-mem-queue-backward")
 def _queue_pop_grad_hidden(rng):
     return [Case((_t(rng.uniform(0.05, 1.0, n).tolist()), float(rng.uniform(0.05, 1.2)),
@@ -802,12 +819,6 @@ def _stack_bptt_hidden(rng):
 def _lifetime_hidden(rng):
     return [Case((_lifetime_strengths(rng.uniform(0.2, 1.0, n).tolist(), rng.uniform(0.0, 1.0, n).tolist()),))
             for n in (5, 7)]
-
-
-@hidden("ex-mem-queue-step")
-def _queue_step_hidden(rng):
-    return [_queue_step_case(int(rng.integers(1 << 30)), int(B), int(t), 3, "")
-            for B, t in ((1, 4), (2, 6))]
 
 
 @hidden("ex-mem-pop-steps")

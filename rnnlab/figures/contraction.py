@@ -312,9 +312,9 @@ def certificate_levels(root=None):
     from matplotlib.patches import Ellipse
 
     boxes = [((0.2, 0.2), 7.6, 4.8, _BLUE, "#eef3fa",
-              "1  every module contracts in its own metric (Theorems 1, 5)"),
+              "1  every module contracts in its own metric"),
              ((0.6, 0.55), 6.8, 3.9, _BLUE, _BLUE_FILL,
-              "2  the flow of the assembly contracts in M (Corollaries 1, 2)"),
+              "2  the flow of the assembly contracts in M (skew feedback)"),
              ((3.6, 0.9), 3.5, 2.9, _GREEN, "#cfe8cf", "3  every Euler step contracts in M"),
              ((3.9, 1.25), 2.9, 1.5, _GREEN, "#b5dcb5", "Euler norm bound below 1")]
     for (x, y), w, h, ec, fc, text in boxes:
@@ -325,7 +325,7 @@ def certificate_levels(root=None):
     ax.text(8.5, 4.75, "R  the Euler map contracts\nin some constant metric", fontsize=8.5,
             color=_ORANGE, ha="left", va="center")
     ax.scatter([4.6], [1.75], s=40, color=_INK, zorder=4)
-    ax.text(4.75, 1.75, "constrained nets before\ntraining; with euler_margin,\nafter it too",
+    ax.text(4.75, 1.75, "constrained nets before\ntraining; with the feedback\ncapped, after it too",
             fontsize=7.5, va="center")
     ax.scatter([1.6], [1.6], s=40, color=_RED, zorder=4)
     ax.text(0.8, 1.05, "constrained, trained,\n8 modules and more: an\nEuler Jacobian with\nspectral radius above 1",

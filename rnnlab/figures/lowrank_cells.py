@@ -23,7 +23,7 @@ _LINE = "#888888"
 
 def _lstm(ax, x0):
     """The LSTM step, its left edge at ``x0``."""
-    ax.text(x0 + 2.9, 4.75, "LSTM: 4 gates, state (hₜ, cₜ)", ha="center", fontsize=10, weight="bold")
+    ax.text(x0 + 2.9, 4.75, "LSTM: 4 blocks, state (hₜ, cₜ)", ha="center", fontsize=10, weight="bold")
     _box(ax, x0 + 0.6, 3.8, 1.0, 0.55, "cₜ₋₁", fc=_GREY_FILL)
     _box(ax, x0 + 0.6, 1.3, 1.0, 0.75, "xₜ\nhₜ₋₁", fc=_GREY_FILL)
     gates = (("f = σ(pre_f)", "forget gate", 2.55), ("i = σ(preᵢ)", "input gate", 1.85),
@@ -46,13 +46,13 @@ def _lstm(ax, x0):
     _box(ax, x0 + 5.0, 0.9, 1.5, 0.75, "hₜ = o ⊙ tanh(cₜ)", fc="white", fontsize=8.5)
     _arrow(ax, (x0 + 5.3, 3.55), (x0 + 5.3, 1.28), color=_LINE)
     _arrow(ax, (x0 + 3.55, 0.45), (x0 + 4.25, 0.8), color=_BLUE)
-    ax.text(x0 + 2.6, -0.05, "preₖ = W_ik xₜ + W_k(r, s) hₜ₋₁ + b_k, each gate k its own W_k(r, s)",
+    ax.text(x0 + 2.6, -0.05, "preₖ = W_ik xₜ + W_k(r, s) hₜ₋₁ + b_k, each block k its own W_k(r, s)",
             ha="center", fontsize=7.8, color="#555555")
 
 
 def _gru(ax, x0):
     """The GRU step (reset before the matrix), its left edge at ``x0``."""
-    ax.text(x0 + 2.9, 4.75, "GRU: 3 gates, state hₜ", ha="center", fontsize=10, weight="bold")
+    ax.text(x0 + 2.9, 4.75, "GRU: 3 blocks, state hₜ", ha="center", fontsize=10, weight="bold")
     _box(ax, x0 + 0.6, 3.8, 1.0, 0.55, "hₜ₋₁", fc=_GREY_FILL)
     _box(ax, x0 + 0.6, 1.3, 1.0, 0.55, "xₜ", fc=_GREY_FILL)
     _box(ax, x0 + 2.6, 2.8, 1.9, 0.52, "z = σ(pre_z)\nupdate gate", fc=_BLUE_FILL, ec=_BLUE, fontsize=8)

@@ -269,7 +269,7 @@ def kernel_layout():
         ax.text(j * block + block / 2, 30.5, f"job {j}", ha="center", fontsize=7.5, color=_BLUE)
     ax.add_patch(Rectangle((0, 5), block, 1, fc="none", ec=_BLUE, lw=1.3))
     _arrow(ax, (1, 8), (block - 1, 8), color=_BLUE)
-    ax.text(block + 1, 6.5, f"step t of job 0: {block} channels\nat once (SIMD), in cache",
+    ax.text(block + 1, 6.5, f"step t of job 0: its {block} channels,\na few per SIMD instruction, in cache",
             fontsize=7, color=_BLUE, va="center",
             bbox=dict(fc="white", ec="none", pad=1.0, alpha=0.85))
     _arrow(ax, (block / 2, 11), (block / 2, 27), color=_BLUE, lw=1.2)
