@@ -739,6 +739,25 @@ def _newton_round(A, B, x, guess, rho):
     return out
 
 
+def _quasi_deer_round(A, B, x, guess):
+    """lds/02's quasi-DEER round in NumPy: Newton's linearisation of s_t = tanh(A s_(t-1)) + B x_t
+    around the guess with its Jacobian tanh'(a_t) A cut to its diagonal, solved as one
+    block-bidiagonal linear system over all steps (not a loop over time)."""
+    A, B, x, g = (np.asarray(_t(v), dtype=float) for v in (A, B, x, guess))
+    batch, T, n = g.shape
+    before = np.concatenate([np.zeros((batch, 1, n)), g[:, :-1]], 1)     # g_(t-1), 0 at t = 1
+    a = before @ A.T
+    slope = (1 - np.tanh(a) ** 2) * np.diag(A)                          # (batch, T, n)
+    rhs = np.tanh(a) - slope * before + x @ B.T
+    out = np.empty((batch, T, n))
+    for b in range(batch):
+        M = np.eye(T * n)
+        for t in range(1, T):
+            M[t * n:(t + 1) * n, (t - 1) * n:t * n] = -np.diag(slope[b, t])
+        out[b] = np.linalg.solve(M, rhs[b].reshape(-1)).reshape(T, n)
+    return out
+
+
 def _first_miss(A, B, x, k):
     """lds/02's first miss by the formula (p^(k-1)_k - delta(A s_k)) A s_k, with the RNN and the
     layers run step by step in NumPy (layer k - 1 only up to step k)."""
@@ -1022,6 +1041,7 @@ INDEPENDENT = {
     "ex-ldstack-by-hand": _second_layer,
     "ex-ldstack-miss": _first_miss,
     "ex-ldstack-newton": _newton_round,
+    "ex-ldstack-quasi": _quasi_deer_round,
     "ex-ldstack-odd": _sign_xor,
     "ex-lds-bprime-2": lambda lam: _two_modes(_t(lam)),
     # (I - W) h = U x

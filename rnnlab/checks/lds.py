@@ -79,12 +79,12 @@ def _modal_lds_cases():
 exercise(
     "ex-lds-scratch", notebook="lds/01_modal_form", name="modal_lds",
     answers=("rnnlab.models.lds:LDS",),
-    signature="modal_lds(theta, C, x)",
+    signature="modal_lds(theta, W, x)",
     reference=_modal_lds_reference, cases=_modal_lds_cases, rtol=1e-8, atol=1e-8,
-    difficulty=1,
-    hint="lambda = exp(i theta); every mode is driven by the same input x_t (B' = 1); "
-         "the states are one diagonal linear recurrence over time; the output is the real "
-         "part of the states times C.")
+    difficulty=2,
+    hint="unroll s'_t = lambda * s'_{t-1} + x_t: y_t = sum over tau <= t of K_{t - tau} x_tau "
+         "with K_l = Re(sum_j lambda_j^l W_j), lambda = exp(i theta); a T x T table of the "
+         "lags t - tau (zero where tau > t) turns the sum into one tensor product.")
 
 
 def _two_mode_reference(lam):
@@ -183,10 +183,10 @@ exercise(
     fixed=True,
     signature="delay_line(k)",
     reference=_delay_reference, cases=_delay_cases, compare=_delay_compare, difficulty=3,
-    hint="the response at lag m is a sum over the modes of C_j lambda_j^m: what must it be at "
+    hint="the response at lag m is a sum over the modes of W_j lambda_j^m: what must it be at "
          "each lag from 0 to k?",
-    hints=("with B' = 1 the response at lag m is Re sum_j C_j lambda_j^m: choose the "
-         "eigenvalues so that the powers lambda^m repeat, and C so that the sum over "
+    hints=("with B' = 1 the response at lag m is Re sum_j W_j lambda_j^m: choose the "
+         "eigenvalues so that the powers lambda^m repeat, and W so that the sum over "
          "modes cancels at every lag but k.",))
 
 
@@ -391,6 +391,55 @@ exercise(
          "with the new states s, from s_0 = 0.")
 
 
+def _quasi_deer_reference(A, B, x, guess):
+    import torch
+
+    states, s = [], torch.zeros_like(guess[:, 0])
+    for t in range(x.shape[1]):                  # step by step, entry by entry
+        before = guess[:, t - 1] if t else torch.zeros_like(guess[:, 0])
+        a = before @ A.T
+        D = torch.diagonal(A) / torch.cosh(a) ** 2          # tanh'(a) = 1 / cosh(a)^2
+        s = torch.tanh(a) + D * (s - before) + x[:, t] @ B.T
+        states.append(s)
+    return torch.stack(states, 1)
+
+
+def _quasi_deer_cases():
+    import torch
+
+    def randn(*shape, seed, scale=1.0):
+        return scale * torch.randn(*shape, dtype=torch.float64,
+                                   generator=torch.Generator().manual_seed(seed))
+
+    A, B = randn(4, 4, seed=10), randn(4, 2, seed=11)
+    x = randn(2, 6, 2, seed=12)
+    diagonal = torch.diag(randn(3, seed=16))
+    return [
+        Case((A, B, x, torch.zeros(2, 6, 4, dtype=torch.float64)),
+             show="A (4, 4), B (4, 2), x (2, 6, 2), guess 0 (the first iteration)"),
+        Case((A, B, x, randn(2, 6, 4, seed=13)),
+             show="A (4, 4), B (4, 2), x (2, 6, 2), a random guess"),
+        Case((randn(3, 3, seed=14, scale=2.0), randn(3, 1, seed=15), randn(1, 7, 1, seed=17),
+              randn(1, 7, 3, seed=18, scale=3.0)),
+             show="A (3, 3) with large entries, x (1, 7, 1), a large random guess"),
+        Case((diagonal, randn(3, 1, seed=19), randn(2, 5, 1, seed=20), randn(2, 5, 3, seed=21)),
+             show="a diagonal A (3, 3): quasi-DEER is then Newton"),
+        Case((A, B, randn(1, 1, 2, seed=22), randn(1, 1, 4, seed=23)),
+             show="one step: x (1, 1, 2), guess (1, 1, 4)"),
+    ]
+
+
+exercise(
+    "ex-ldstack-quasi", notebook="lds/02_ldstack", name="quasi_deer_round",
+    signature="quasi_deer_round(A, B, x, guess)",
+    reference=_quasi_deer_reference, cases=_quasi_deer_cases,
+    difficulty=3,
+    hint="at step t take a = A g_(t-1) from the guess (0 at t = 1) and the diagonal factor "
+         "D = (1 - tanh(a)^2) * diag(A), entry by entry; then run "
+         "s_t = tanh(a) + D * (s_(t-1) - g_(t-1)) + B x_t from s_0 = 0, with no matrix in "
+         "the recurrence.")
+
+
 def _sign_xor_reference(n, seed, T=20):
     import torch
 
@@ -524,7 +573,7 @@ def _copier_compare(got, expected):
     lam, C = pair
     delay = expected[0].numel() - 1
     if lam.numel() > 4000:
-        return f"{lam.numel()} modes are far more than a copier needs"
+        return f"{lam.numel()} pairs are far more than a copier needs"
     if not bool(torch.isfinite(lam).all() and torch.isfinite(C).all()):
         return "lam and C must be finite numbers (no NaN or inf)"
     if not bool(((lam.abs() - 1).abs() <= 1e-9).all()):   # written so that NaN fails too
@@ -715,6 +764,19 @@ def _newton_round_hidden(rng):
                            torch.from_numpy(rng.normal(size=(n, d))),
                            torch.from_numpy(rng.normal(size=(2, T, d))),
                            torch.from_numpy(rng.normal(size=(2, T, n))), rho)))
+    return cases
+
+
+@hidden("ex-ldstack-quasi")
+def _quasi_deer_hidden(rng):
+    import torch
+
+    cases = []
+    for n, d, T in ((3, 2, 5), (2, 1, 4)):
+        cases.append(Case((torch.from_numpy(rng.normal(size=(n, n))),
+                           torch.from_numpy(rng.normal(size=(n, d))),
+                           torch.from_numpy(rng.normal(size=(2, T, d))),
+                           torch.from_numpy(rng.normal(size=(2, T, n))))))
     return cases
 
 

@@ -136,7 +136,7 @@ def _reversal_cases():
 exercise(
     "ex-mem-reversal-controls", notebook=NB1, name="reversal_controls", signature="reversal_controls(n)",
     fixed=True, words=False,
-    reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=2,
+    reference=_reversal_reference, cases=_reversal_cases, compare=_reversal_compare, difficulty=1,
     hint='for n = 1, write down what the memory must hold just before each read of the output.',
     hints=("Every step pops, then pushes, then reads, and a push puts its own value into that step's read. "
          "The first read of the output has to see the last symbol pushed; after that, each step must "

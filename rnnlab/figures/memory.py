@@ -12,7 +12,7 @@ sums of the pop's backward pass on the example of ``02_backward_dynamics``, and
 ``read_backward`` those of the read that follows it (the same rows after a push of
 :data:`READ_D`, under the gradients :data:`READ_GAMMA`). ``memory_loop`` draws what drives
 a memory (a controller emitting d_t, u_t, v_t and seeing the read r_t at the next step),
-``deque_columns`` the deque's worked example in the package's 2T fixed columns, and
+``deque_columns`` the deque's worked example in the package's 2T fixed rows, and
 ``read_intervals`` the read of ``read_backward`` as depth intervals, with a little strength
 added above and at the row where the read runs out. ``step_graph`` draws one step of a stack as a
 computational graph, forwards and backwards (eq. eq-mem-bptt).
@@ -55,6 +55,7 @@ _BLUE, _BLUE_FILL = "#1f4e79", "#9cc3e6"
 _GREEN, _GREEN_FILL = "#2f7a2f", "#8fd18f"
 _ORANGE, _ORANGE_FILL = "#c25e00", "#f7c08a"
 _RED = "#b22222"
+_PURPLE, _PURPLE_FILL = "#5b3a8c", "#cdb8e6"
 _GREY, _GREY_FILL = "#999999", "#f2f2f2"
 _SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 
@@ -112,7 +113,7 @@ def example_deque():
         after = torch.cat([torch.tensor([[db]], dtype=torch.float64), popped,
                            torch.tensor([[dt]], dtype=torch.float64)], 1)
         before_names = list(names)
-        names = [f"b{_sub(k)}"] + names + [f"t{_sub(k)}"]
+        names = [f"bot{_sub(k)}"] + names + [f"top{_sub(k)}"]
         out.append(dict(before=s[0].tolist(), top_popped=top_popped[0].tolist(),
                         popped=popped[0].tolist(), after=after[0].tolist(),
                         read=mt._read_weights(after, "top")[0].tolist(),
@@ -127,10 +128,11 @@ _BAR_W = 1.0           # width of a bar of strength 1
 
 
 def _rows(ax, x, y0, strengths, names, *, fill=_BLUE_FILL, edge=_BLUE, lost=None, new=None, title="",
-          numbers=True):
+          numbers=True, fontsize=7.5):
     """Draw a column of rows (bottom first) with their strengths as bars from x; ``lost``:
     the strengths before a pop (drawn as a dashed outline beyond the bar), ``new``: the index
-    of a freshly pushed row (drawn in green)."""
+    of a freshly pushed row (drawn in green); ``fontsize``: of the labels (the title's is
+    half a point larger)."""
     for i, (s, name) in enumerate(zip(strengths, names)):
         y = y0 + i * _ROW_H
         ax.add_patch(Rectangle((x, y), _BAR_W, _ROW_H * 0.8, fc=_GREY_FILL, ec="#cccccc", lw=0.6, zorder=1))
@@ -141,15 +143,15 @@ def _rows(ax, x, y0, strengths, names, *, fill=_BLUE_FILL, edge=_BLUE, lost=None
         if lost is not None and i < len(lost) and lost[i] - s > 1e-12:
             ax.add_patch(Rectangle((x + _BAR_W * s, y), _BAR_W * (lost[i] - s), _ROW_H * 0.8, fc="none",
                                    ec=_RED, lw=0.9, ls=(0, (2, 1.5)), zorder=3))
-        ax.text(x - 0.06, y + _ROW_H * 0.4, name, ha="right", va="center", fontsize=7.5, color=_INK)
+        ax.text(x - 0.06, y + _ROW_H * 0.4, name, ha="right", va="center", fontsize=fontsize, color=_INK)
         if numbers:
-            ax.text(x + _BAR_W + 0.06, y + _ROW_H * 0.4, _num(s), ha="left", va="center", fontsize=7.5,
+            ax.text(x + _BAR_W + 0.06, y + _ROW_H * 0.4, _num(s), ha="left", va="center", fontsize=fontsize,
                     color=_INK)
     if not len(strengths):
-        ax.text(x + _BAR_W / 2, y0 + _ROW_H * 0.4, "(empty)", ha="center", va="center", fontsize=7.5,
+        ax.text(x + _BAR_W / 2, y0 + _ROW_H * 0.4, "(empty)", ha="center", va="center", fontsize=fontsize,
                 color=_GREY)
     if title:
-        ax.text(x + _BAR_W / 2, y0 - 0.28, title, ha="center", va="top", fontsize=8, color=_INK,
+        ax.text(x + _BAR_W / 2, y0 - 0.28, title, ha="center", va="top", fontsize=fontsize + 0.5, color=_INK,
                 linespacing=1.25)
 
 
@@ -249,32 +251,39 @@ def queue_steps():
 
 
 def deque_steps():
-    """The deque's worked example: three steps, each drawn as its two pops (top, then
-    bottom), the two pushes, and the two reads."""
+    """The deque's worked example: three steps, one above the other, each drawn as its two
+    pops (top, then bottom), the two pushes, and the two reads (from the top in orange, from
+    the bottom in purple). A row is named by the end and the step of its push: top₂ is the
+    top push of step 2."""
     steps = example_deque()
-    col, group = 1.85, 8.0
-    fig, ax = _canvas(13, 3.9, (-0.45, 3 * group - 0.3), (-1.0, 2.6))
-    for k, st in enumerate(steps):
-        x0 = k * group + 0.3
-        n = k + 1
-        ax.text(x0 + 3.4, 2.5, f"step {n}:  top u = {_num(st['u'][0])}, d = {_num(st['d'][0])};  "
-                f"bottom u = {_num(st['u'][1])}, d = {_num(st['d'][1])}",
-                ha="center", va="top", fontsize=8, color=_INK, fontweight="bold")
-        _rows(ax, x0, 0.0, st["top_popped"], st["before_names"], lost=st["before"],
-              title=f"pop {_num(st['u'][0])}\nfrom top")
-        _rows(ax, x0 + col, 0.0, st["popped"], st["before_names"], lost=st["top_popped"],
-              title=f"pop {_num(st['u'][1])}\nfrom bottom")
-        _rows(ax, x0 + 2 * col, 0.0, st["after"], st["names"], new=len(st["names"]) - 1,
-              title="push top\nand bottom")
+    col, fs = 2.1, 9
+    bands = [len(st["names"]) * _ROW_H + 1.25 for st in steps]      # rows, header, titles
+    fig, ax = _canvas(7.6, 6.9, (-0.62, 4 * col + 1.45), (-sum(bands) - 0.05, 0.05))
+    y_top = 0.0
+    for k, (st, band) in enumerate(zip(steps, bands)):
+        x0, n = 0.0, k + 1
+        y0 = y_top - band + 0.85                     # the bottom row of this step
+        ax.text(-0.6, y_top - 0.05, f"step {n}:  top pop {_num(st['u'][0])}, push {_num(st['d'][0])};  "
+                f"bottom pop {_num(st['u'][1])}, push {_num(st['d'][1])}",
+                ha="left", va="top", fontsize=fs + 0.5, color=_INK, fontweight="bold")
+        _rows(ax, x0, y0, st["top_popped"], st["before_names"], lost=st["before"],
+              title=f"pop {_num(st['u'][0])}\nfrom the top", fontsize=fs)
+        _rows(ax, x0 + col, y0, st["popped"], st["before_names"], lost=st["top_popped"],
+              title=f"pop {_num(st['u'][1])}\nfrom the bottom", fontsize=fs)
+        _rows(ax, x0 + 2 * col, y0, st["after"], st["names"], new=len(st["names"]) - 1,
+              title="push top\nand bottom", fontsize=fs)
         # the bottom push: green as well
         b = st["after"][0]
         if b > 1e-12:
-            ax.add_patch(Rectangle((x0 + 2 * col, 0.0), _BAR_W * b, _ROW_H * 0.8, fc=_GREEN_FILL, ec=_GREEN,
+            ax.add_patch(Rectangle((x0 + 2 * col, y0), _BAR_W * b, _ROW_H * 0.8, fc=_GREEN_FILL, ec=_GREEN,
                                    lw=0.8, zorder=2))
-        _rows(ax, x0 + 3 * col, 0.0, st["read"], st["names"], fill=_ORANGE_FILL, edge=_ORANGE,
-              title=f"top read\n(total {_num(sum(st['read']))})")
+        _rows(ax, x0 + 3 * col, y0, st["read"], st["names"], fill=_ORANGE_FILL, edge=_ORANGE,
+              title=f"top read\n(total {_num(sum(st['read']))})", fontsize=fs)
+        _rows(ax, x0 + 4 * col, y0, st["read_bottom"], st["names"], fill=_PURPLE_FILL, edge=_PURPLE,
+              title=f"bottom read\n(total {_num(sum(st['read_bottom']))})", fontsize=fs)
         if k:
-            ax.plot([x0 - 0.45, x0 - 0.45], [-0.95, 2.5], color="#dddddd", lw=0.8)
+            ax.plot([-0.6, 4 * col + 1.4], [y_top + 0.02, y_top + 0.02], color="#dddddd", lw=0.8)
+        y_top -= band
     return fig
 
 
@@ -627,51 +636,53 @@ def memory_loop():
 
 
 def deque_columns():
-    """The deque's worked example in the package's 2T fixed columns (T = 3): column c holds
-    the bottom push of step T - c for c < T and the top push of step c - T + 1 for c >= T, so
-    bottom pushes grow leftwards and top pushes rightwards; each row of the grid is the
-    strengths after one step, grey where a column is not yet written."""
+    """The deque's worked example in the package's 2T fixed rows (T = 3), drawn bottom to top
+    like the other pictures of the page: row c holds the bottom push of step T - c for c < T
+    and the top push of step c - T + 1 for c >= T, so bottom pushes grow downwards and top
+    pushes upwards; each column of the grid is the strengths after one step, grey where a
+    row is not yet written."""
     steps = example_deque()
     T = len(steps)
-    names = [f"b{_sub(T - c)}" for c in range(T)] + [f"t{_sub(c + 1)}" for c in range(T)]
-    cw, rh = 0.95, 0.5
-    fig, ax = _canvas(8.2, 3.0, (-1.6, 2 * T * cw + 1.5), (-0.95, T * rh + 1.05))
-    top_y = T * rh + 0.1
+    names = [f"bot{_sub(T - c)}" for c in range(T)] + [f"top{_sub(c + 1)}" for c in range(T)]
+    cw, rh = 1.05, 0.42
+    fig, ax = _canvas(7.6, 3.7, (-1.75, T * cw + 3.1), (-0.55, 2 * T * rh + 0.75))
     for c, name in enumerate(names):
-        xc = c * cw + cw / 2
+        yc = c * rh + rh / 2
         color = _GREEN if c < T else _BLUE
-        ax.text(xc, top_y + 0.12, name, ha="center", va="bottom", fontsize=9, color=color)
-        ax.text(xc, top_y + 0.55, f"col {c}", ha="center", va="bottom", fontsize=7, color=_GREY)
+        ax.text(-0.12, yc, name, ha="right", va="center", fontsize=9, color=color)
+        ax.text(-0.62, yc, f"row {c}", ha="right", va="center", fontsize=7, color=_GREY)
     for k, st in enumerate(steps):
-        y = (T - 1 - k) * rh
-        ax.text(-0.1, y + rh / 2, f"after step {k + 1}", ha="right", va="center", fontsize=8, color=_INK)
-        live = st["after"]                       # bottom first: columns T-1-k .. T+k
+        x = k * cw
+        ax.text(x + cw / 2, 2 * T * rh + 0.12, f"after\nstep {k + 1}", ha="center", va="bottom", fontsize=8,
+                color=_INK, linespacing=1.1)
+        live = st["after"]                       # bottom first: rows T-1-k .. T+k
         for c in range(2 * T):
-            x = c * cw
+            y = c * rh
             i = c - (T - 1 - k)
             written = 0 <= i < len(live)
-            ax.add_patch(Rectangle((x + 0.04, y + 0.05), cw - 0.08, rh - 0.1, fc="white" if written else
+            ax.add_patch(Rectangle((x + 0.05, y + 0.04), cw - 0.1, rh - 0.08, fc="white" if written else
                                    _GREY_FILL, ec="#cccccc", lw=0.6, zorder=1))
             if not written:
                 continue
             s = live[i]
             if s > 1e-12:
-                ax.add_patch(Rectangle((x + 0.04, y + 0.05), (cw - 0.08) * s, rh - 0.1,
+                ax.add_patch(Rectangle((x + 0.05, y + 0.04), (cw - 0.1) * s, rh - 0.08,
                                        fc=_GREEN_FILL if c < T else _BLUE_FILL, ec="none", zorder=2))
             ax.text(x + cw / 2, y + rh / 2, _num(s), ha="center", va="center", fontsize=8, color=_INK,
                     zorder=3)
-    ax.plot([T * cw, T * cw], [-0.05, top_y + 0.5], color=_INK, lw=1.0)
-    ax.annotate("", xy=(0.1, -0.3), xytext=(T * cw - 0.1, -0.3),
-                arrowprops=dict(arrowstyle="-|>", color=_GREEN, lw=1.0, mutation_scale=9))
-    ax.text(T * cw / 2, -0.62, "bottom pushes: a new column\nto the left each step", ha="center",
-            va="center", fontsize=7.5, color=_GREEN, linespacing=1.15)
-    ax.annotate("", xy=(2 * T * cw - 0.1, -0.3), xytext=(T * cw + 0.1, -0.3),
+    ax.plot([-0.05, T * cw + 0.05], [T * rh, T * rh], color=_INK, lw=1.0)
+    xa = T * cw + 0.3
+    ax.annotate("", xy=(xa, 2 * T * rh - 0.05), xytext=(xa, T * rh + 0.1),
                 arrowprops=dict(arrowstyle="-|>", color=_BLUE, lw=1.0, mutation_scale=9))
-    ax.text(1.5 * T * cw, -0.62, "top pushes: a new column\nto the right each step", ha="center",
-            va="center", fontsize=7.5, color=_BLUE, linespacing=1.15)
-    ax.text(2 * T * cw + 0.15, T * rh / 2, "top end:\npop and\nread here", ha="left", va="center",
+    ax.text(xa + 0.15, 1.5 * T * rh, "top pushes:\na new row above\neach step", ha="left", va="center",
+            fontsize=7.5, color=_BLUE, linespacing=1.15)
+    ax.annotate("", xy=(xa, 0.05), xytext=(xa, T * rh - 0.1),
+                arrowprops=dict(arrowstyle="-|>", color=_GREEN, lw=1.0, mutation_scale=9))
+    ax.text(xa + 0.15, 0.5 * T * rh, "bottom pushes:\na new row below\neach step", ha="left", va="center",
+            fontsize=7.5, color=_GREEN, linespacing=1.15)
+    ax.text(T * cw / 2, 2 * T * rh + 0.58, "top end: pop and read here", ha="center", va="bottom",
             fontsize=7.5, color=_INK)
-    ax.text(-1.55, -0.3, "bottom end: pop and\nread at the left", ha="left", va="center", fontsize=7.5,
+    ax.text(T * cw / 2, -0.1, "bottom end: pop and read here", ha="center", va="top", fontsize=7.5,
             color=_INK)
     return fig
 
@@ -750,7 +761,8 @@ def step_graph():
             ha="center", fontsize=8)
     _arrow(ax, (3.8, y - 0.14), (3.22, y - 0.14), **back)
     _arrow(ax, (2.0, y - 0.14), (1.42, y - 0.14), **back)
-    ax.text(2.6, y - 0.75, r"$P_t^{\top}$: $\partial L/\partial u_t$," + "\n" + r"its part of $\bar s_{t-1}$",
+    ax.text(2.6, y - 0.75, r"$\partial L/\partial u_t = -\Sigma_i\, c_i$," + "\n"
+            + r"$P_t^{\top}(\ldots)$ to $\bar s_{t-1}$",
             color=_ORANGE, ha="center", fontsize=8)
     ax.text(6.2, 3.05, r"$\bar s_t = \rho_t + P_{t+1}^{\top}(\ldots)$", color=_ORANGE, ha="center", fontsize=9)
     ax.text(0.15, 0.25, "forwards (blue): pop, push, read; backwards (orange): the rows' gradient "

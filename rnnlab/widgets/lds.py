@@ -243,14 +243,15 @@ def ldstack_figure(depth=LDSTACK_DEFAULT["depth"], form=LDSTACK_DEFAULT["form"],
     traj, err = fig.subplots(1, 2)
 
     traj.axvspan(0.5, depth + 0.5, color="C2", alpha=0.12, lw=0)
-    traj.plot(t, run["reference"], "k-", lw=2, label="nonlinear RNN")
+    target = "modal RNN" if form == "modal" else "RNN"
+    traj.plot(t, run["reference"], "k-", lw=2, label=f"nonlinear {target}")
     traj.plot(t, run["layers"][0], ":", color="#888888", lw=1.2, label="layer 1 (a plain LDS)")
     traj.plot(t, run["layers"][depth - 1], "o--", color="C0", ms=3.5, lw=1.2, label=f"layer {depth}")
     lo, hi = run["reference"].min(), run["reference"].max()
     pad = 0.6 * (hi - lo + 1e-9)
     traj.set(xlabel="step t", ylabel="state entry 1" + (" (real part)" if form == "modal" else ""),
              xlim=(0.5, T + 0.5), ylim=(lo - pad, hi + pad))
-    traj.set_title(f"{LDSTACK_FORMS[form].split(':')[0]}: depth {depth} equals the RNN on steps 1..{depth}",
+    traj.set_title(f"{LDSTACK_FORMS[form].split(':')[0]}: depth {depth} equals the {target} on steps 1..{depth}",
                    fontsize=10)
     traj.legend(fontsize=8, loc="lower left")
 
