@@ -498,7 +498,7 @@ def read_backward():
             (r"$w_i = \min(s_i, (1 - A_i)^+)$", e["w"]), ("", case),
             (r"$\gamma_i = \langle \bar r, V_i\rangle$", e["gamma"]),
             (r"$\gamma_i\,[\mathrm{whole}_i]$", e["gw"]), (r"$\gamma_i\,[\mathrm{runs\ out}_i]$", e["gc"]),
-            (r"$\sum_{i<j} \gamma_i[\mathrm{runs\ out}_i]$", e["behind"]),
+            (r"$-\sum_{i<j} \gamma_i[\mathrm{runs\ out}_i]$", [-b if b else 0.0 for b in e["behind"]]),
             (r"$\partial L/\partial s_j$", e["grad_s"])]
     W = 1.32
     fig, ax = _canvas(12, 3.9, (-0.9, len(cols) * W + 0.1), (-1.05, n * 0.6 + 0.95))
@@ -619,7 +619,7 @@ def memory_loop():
     _arrow(ax, (1.5, 1.7), (1.95, 1.7))
     _box(ax, 2.9, 0.35, 1.6, 0.42, "output yₜ", fc=_GREY_FILL)
     _arrow(ax, (2.9, 1.2), (2.9, 0.56))
-    controls = [("push strength dₜ ∈ (0, 1)", 2.35), ("pop strength uₜ ∈ (0, 1)", 1.7),
+    controls = [("push strength dₜ ∈ [0, 1]", 2.35), ("pop strength uₜ ∈ [0, 1]", 1.7),
                 ("value vₜ ∈ ℝᵐ", 1.05)]
     for text, y in controls:
         _arrow(ax, (3.85, 1.7 + 0.35 * (y - 1.7) / 0.65), (5.55, y), color=_BLUE)
