@@ -120,6 +120,6 @@ def gru_backward():
     _arrow(ax, (3.95, 0.45), (1.9, 1.6), color=_RED)
     ax.text(2.9, 0.75, "W_qᵀ δpre_q", fontsize=8, color=_RED, ha="center")
     ax.text(5.2, -0.3, "Red: gradients, each a product of local derivatives (chain rule). "
-            "The weight gradient of W_k is δpre_k times the vector W_k multiplied.",
+            "The gradient of W_k sums δpre_k times the transpose of the vector W_k multiplies.",
             ha="center", fontsize=7.8, color="#555555")
     return fig

@@ -308,10 +308,10 @@ def choose_kernel(B, T, C):
     ``CHUNKS`` chunks of a few steps (``T >= CHUNKED_MIN_STEPS``), the chunked
     kernel's ``CHUNKS``-fold parallelism is worth reading the inputs twice.
     On an H200 the chunked kernel was 2.9 times faster than the sequential
-    one at ``B * C = 16384`` (the constant's comment has the figures), so on a
-    GPU sequential waits for about a full device of threads (2**18); the
-    crossover itself is reasoned, not measured: tune it with
-    ``python -m rnnlab.bench scan`` on the GPU at hand.
+    one at ``B * C = 16384`` (the constant's comment has the figures): that
+    shows only that the crossover lies above 2**14. The line sits at about a
+    full device of threads (2**18), a reasoned guess, not a measurement: tune
+    it with ``python -m rnnlab.bench scan`` on the GPU at hand.
     """
     if KERNEL != "auto":
         return KERNEL
