@@ -147,9 +147,9 @@ def theorem_venn():
     """Theorems 1, 2 and 5 as three circles; each example matrix in the region that certifies it."""
     fig = Figure(figsize=(7.6, 5.4))
     ax = fig.add_axes((0.01, 0.01, 0.98, 0.92))
-    styles = {1: (_BLUE, "Theorem 1\n(|W|, diagonal metric)", (-2.9, 2.05)),
-              2: (_GREEN, "Theorem 2\n(symmetric W)", (1.75, 2.05)),
-              5: (_ORANGE, "Theorem 5\n(diagonal P, LMI)", (-2.9, -2.2))}
+    styles = {1: (_BLUE, "magnitude test, Theorem 1\n(|W|, diagonal metric)", (-2.9, 2.05)),
+              2: (_GREEN, "symmetric test, Theorem 2\n(symmetric W)", (1.75, 2.05)),
+              5: (_ORANGE, "scaled-norm test, Theorem 5\n(diagonal P, LMI)", (-2.9, -2.2))}
     for t, (centre, radius) in VENN_CIRCLES.items():
         colour, label, at = styles[t]
         ax.add_patch(Ellipse(centre, 2 * radius, 2 * radius, fill=True, alpha=0.12, color=colour))
@@ -165,7 +165,7 @@ def theorem_venn():
     ax.set_ylim(-2.6, 2.4)
     ax.set_aspect("equal")
     ax.axis("off")
-    fig.text(0.5, 0.96, "which theorem certifies which example matrix of the page (g = 1)",
+    fig.text(0.5, 0.96, "which test certifies which example matrix of the page (g = 1)",
              ha="center", fontsize=9)
     return fig
 
@@ -284,13 +284,15 @@ def theorem_flowchart():
     for name, rows in FLOW_EXAMPLES.items():
         leaves.setdefault(flowchart_route(rows), []).append(name)
     questions = [
-        (2, "is W symmetric?", "g λmax(W) < 1 and W invertible: Theorem 2\n(W singular: go on down)"),
+        (2, "is W symmetric?",
+         "g λmax(W) < 1 and W invertible: symmetric test (Theorem 2)\n(W singular: go on down)"),
         (1, "is g|W| − I Hurwitz?\n(|W|, negative self-weights set to 0)",
-         "Theorem 1: a diagonal metric\none eigenvalue (Theorem 4: its triangular case)"),
+         "magnitude test (Theorem 1): a diagonal metric, one eigenvalue\n"
+         "(the triangular test, Theorem 4, is its special case)"),
         (3, "is W T symmetric negative definite\nfor a positive diagonal T?",
-         "Theorem 3: rate 1\nan LMI in T"),
+         "damping test (Theorem 3): rate 1\nan LMI in T"),
         (5, "is g ‖P½ W P⁻½‖ < 1 for a positive\ndiagonal P? (signs that cancel)",
-         "Theorem 5: a diagonal metric\nan LMI in P"),
+         "scaled-norm test (Theorem 5): a diagonal metric\nan LMI in P"),
     ]
     fig = Figure(figsize=(9.6, 6.4))
     ax = fig.add_axes((0.0, 0.0, 1.0, 0.94))
@@ -315,11 +317,11 @@ def theorem_flowchart():
         box(2.3, y, 4.2, 0.95, question, _BLUE, "#dbe8f5")
         examples = leaves.get(theorem, [])
         text = leaf + ("\n" + _wrapped(examples) if examples else "")
-        if theorem == 2:  # symmetric: Theorem 2, or no constant metric at all
+        if theorem == 2:  # symmetric: Theorem 2, or no contracting constant metric
             box(7.35, y + 0.5, 4.9, 0.72, text, _GREEN, "#e2f2e2", size=7.8)
             bad = leaves.get(-2, [])
             box(7.35, y - 0.45, 4.9, 0.72,
-                "g λmax(W) ≥ 1: no constant metric at all\n(at D = g I, −I + g W is not Hurwitz)"
+                "g λmax(W) ≥ 1: no contracting constant metric\n(at D = g I, −I + g W is not Hurwitz)"
                 + ("\n" + _wrapped(bad) if bad else ""), _RED, "#fbe3e3", size=7.8)
             arrow((4.45, y + 0.1), (4.85, y + 0.5), "yes", (4.42, y + 0.45))
             arrow((4.45, y - 0.1), (4.85, y - 0.45), "yes", (4.42, y - 0.4))
@@ -330,9 +332,10 @@ def theorem_flowchart():
         arrow((2.3, y - 0.5), (2.3, nxt), "no", (2.4, y - 0.75))
     none = leaves.get(0, [])
     box(4.6, 0.25, 8.6, 1.0,
-        "no theorem on W alone: search a constant metric (an SDP), or use Theorem 6 along one trajectory"
+        "no test on W alone: search a constant metric (an SDP), or use the moving-metric test "
+        "(Theorem 6) along one trajectory"
         + ("\n" + _wrapped(none, width=90) if none else ""), _RED, "#fbe3e3", size=8)
-    fig.text(0.5, 0.965, "which theorem to try first: cheap eigenvalue tests before LMIs (g = 1 for the examples)",
+    fig.text(0.5, 0.965, "which test to try first: cheap eigenvalue tests before LMIs (g = 1 for the examples)",
              ha="center", fontsize=9)
     return fig
 

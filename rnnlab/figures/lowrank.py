@@ -141,7 +141,7 @@ def masked_subspaces():
     side = n * c
     fig, ax = _canvas(8.0, 4.6, (-3.4, 3 * side + 2 * 0.6 + 0.2), (-2 * side - 2.4, 0.8))
     rows = (("the first r coordinates:\nevery column after\nthe r-th is zero", aligned, _BLUE),
-            ("a random r-dimensional\nsubspace (the package's):\nevery column is used", W1 @ W2, _ORANGE))
+            ("a random r-dimensional\nsubspace:\nevery column is used", W1 @ W2, _ORANGE))
     for k, (label, P, color) in enumerate(rows):
         y0 = -k * (side + 1.6)
         vmax = float(np.abs(P).max())

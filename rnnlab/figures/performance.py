@@ -5,7 +5,7 @@ measured by ``python -m rnnlab.bench roofline`` and committed in
 ``book/lds/data/roofline-cpu.json`` (one thread: the memory bandwidth of one
 elementwise pass, the arithmetic peak of a float32 matrix product), and on
 them one forward time step of the LDS's scan and of the LSTM's recurrent
-product, counted by :func:`rnnlab.bench.roofline.step_cost` for the page's
+product (also with ``W_hh`` in the cache, only its output moved), counted by :func:`rnnlab.bench.roofline.step_cost` for the page's
 sizes (``H = 128``; a batch of 16, and the LSTM at 1 and 64 too). Every
 number drawn comes from that file or from the exact counts, so the picture is
 the same on every machine.
@@ -86,11 +86,23 @@ def roofline(root=None):
         colour = _BLUE if model == "lds" else _ORANGE
         ax.plot([ai], [y], "o" if model == "lds" else "s", color=colour, ms=9, zorder=3)
         name = "LDS: the scan's step" if model == "lds" else "LSTM: the recurrent product"
-        text = (f"{name}, B = {B}\n{_si(flops, 'flop')} and {_si(bytes_, 'B')} per step\n"
+        text = (f"{name}, B = {B}\n{_si(flops, 'flop')} and {bytes_ / 1024:.3g} KiB per step\n"
                 f"intensity {ai:.2f} flop/byte, roofline time {seconds * 1e6:.3g} $\\mu$s")
         offset = (14, -44) if model == "lds" else (-14, 14)
         ax.annotate(text, (ai, y), xytext=offset, textcoords="offset points",
                     ha="left" if model == "lds" else "right", fontsize=8.5, color=colour)
+        if model == "lstm":
+            # the same step with W_hh in the cache: only the 16BH bytes it writes are moved
+            cached = 16 * B * ROOFLINE_H
+            ai2, y2 = flops / cached, min(P, W * flops / cached) / 1e9
+            ax.annotate("", (ai2, y2), xytext=(ai, y), arrowprops=dict(
+                arrowstyle="->", color=colour, lw=1, ls="--", shrinkA=6, shrinkB=7))
+            ax.plot([ai2], [y2], "s", mfc="white", mec=colour, mew=1.8, ms=9, zorder=3)
+            ax.annotate(f"the same step, $W_{{hh}}$ in the cache\n{cached / 1024:.3g} KiB "
+                        f"moved, intensity {ai2:.3g} flop/byte,\nroofline time "
+                        f"{max(flops / P, cached / W) * 1e6:.3g} $\\mu$s",
+                        (ai2, y2), xytext=(0, -16), textcoords="offset points",
+                        ha="right", va="top", fontsize=8.5, color=colour)
     ax.set_xlim(0.05, 200)
     ax.set_ylim(0.1, 200)
     ax.set_xlabel("arithmetic intensity (operations per byte moved)")
