@@ -294,7 +294,7 @@ def kernel_layout():
     _arrow(ax, (40.5, 12), (40.5, 27), color=_ORANGE, lw=1.2)
     ax.text(42, 19.5, "thread 40\nruns channel 40\nthrough all t", fontsize=7, va="center",
             color=_ORANGE)
-    ax.text(0, -0.21, "one thread per sequence: B · C threads,\nevery input read once",
+    ax.text(0, -0.21, "one thread per (sequence, channel): B · C threads,\nevery input read once",
             transform=ax.transAxes, fontsize=7.5, va="top", color=_INK, linespacing=1.3)
 
     # CUDA chunked: a block of GPU_CHUNK_CHANNELS channels x GPU_CHUNKS chunks of time
