@@ -13,7 +13,8 @@ from rnnlab import linear_scan
 from rnnlab.checks import evaluate, exercises, get
 from rnnlab.kernels import scan_algorithms as sa
 
-LABELS = ["ex-scans-counts", "ex-scans-segmented", "ex-scans-flip", "ex-scans-shared"]
+LABELS = ["ex-scans-counts", "ex-scans-segmented", "ex-scans-backward", "ex-scans-flip",
+          "ex-scans-shared", "ex-scans-matrix-backward"]
 # ex-scans-chunks moved with the CUDA kernels to book/lds/05_speed (rnnlab/checks/lds.py); its wrong
 # answers are still tested below.
 
@@ -114,6 +115,31 @@ def test_segmented_sums_reset_one_step_late_fail():
     _fails_at("ex-scans-segmented", late, 1, 6, "x = np.arange(1, 13)")
 
 
+def _scan_backward(a, h, h0, g, conj=True, shift=True):
+    h_prev = torch.cat([h0[:, None], h[:, :-1]], dim=1)
+    G, carry = torch.empty_like(g), torch.zeros_like(g[:, 0])
+    for t in reversed(range(a.shape[1])):
+        G[:, t] = g[:, t] + carry
+        step = t if shift else min(t + 1, a.shape[1] - 1)
+        carry = (a[:, step].conj() if conj else a[:, step]) * G[:, t]
+    return G * (h_prev.conj() if conj else h_prev), G, carry
+
+
+def test_scan_backward_passes():
+    assert evaluate("ex-scans-backward", _scan_backward).status == "passed"
+
+
+def test_scan_backward_without_the_conjugates_fails_on_complex_numbers():
+    result = _fails_at("ex-scans-backward", lambda *args: _scan_backward(*args, conj=False),
+                       2, 5, "complex128")
+    assert 1 <= result.passed < result.total
+
+
+def test_scan_backward_with_a_t_in_place_of_a_t_plus_1_fails():
+    _fails_at("ex-scans-backward", lambda *args: _scan_backward(*args, shift=False), 1, 5,
+              "float64")
+
+
 def test_reverse_by_flipping_without_flipping_back_fails():
     def not_flipped_back(a, b, h0=None):
         return linear_scan(a.flip(1), b.flip(1), h0)
@@ -169,3 +195,33 @@ def test_chunked_depth_ignoring_empty_chunks_fails():
         return 2 * (length - 1) + _ceil_log2(chunks) + (1 if chunks > 1 else 0)
 
     _fails_at("ex-scans-chunks", all_chunks, 4, 6, "n = 12, chunks = 9")
+
+
+def _matrix_grads(A, b, h0, g, conj=True):
+    h = [h0]
+    for t in range(A.shape[1]):
+        h.append((A[:, t] @ h[-1][..., None])[..., 0] + b[:, t])
+    h_prev = torch.stack(h[:-1], dim=1)
+    G, carry = torch.empty_like(g), torch.zeros_like(h0)
+    for t in reversed(range(A.shape[1])):
+        G[:, t] = g[:, t] + carry
+        At = A[:, t].mH if conj else A[:, t].mT
+        carry = (At @ G[:, t, :, None])[..., 0]
+    return G[..., :, None] * h_prev.conj()[..., None, :], G, carry
+
+
+def test_matrix_grads_pass():
+    assert evaluate("ex-scans-matrix-backward", _matrix_grads).status == "passed"
+
+
+def test_matrix_grads_with_the_plain_transpose_fail_on_complex_numbers():
+    _fails_at("ex-scans-matrix-backward", lambda *args: _matrix_grads(*args, conj=False), 2, 5,
+              "complex128")
+
+
+def test_matrix_grads_with_the_outer_product_reversed_fail():
+    def reversed_outer(A, b, h0, g):
+        grad_A, G, grad_h0 = _matrix_grads(A, b, h0, g)
+        return grad_A.mT, G, grad_h0
+
+    _fails_at("ex-scans-matrix-backward", reversed_outer, 1, 5, "float64")

@@ -518,6 +518,38 @@ def _shared_grad(a, b, h0, g):
     return grad
 
 
+def _scan_backward_by_formula(a, h, h0, g):
+    """The gradients of a, b and h0 for h_t = a_t h_{t-1} + b_t from the stored states, by
+    the reverse recurrence G_t = g_t + conj(a_{t+1}) G_{t+1} (no autograd): dL/da_t =
+    G_t conj(h_{t-1}), dL/db_t = G_t, dL/dh0 = conj(a_1) G_1."""
+    T = h.shape[1]
+    h_prev = torch.cat([h0[:, None], h[:, :-1]], dim=1)
+    G = torch.zeros_like(g)
+    carry = torch.zeros_like(g[:, 0])
+    for t in reversed(range(T)):
+        G[:, t] = g[:, t] + carry
+        carry = a[:, t].conj() * G[:, t]
+    return G * h_prev.conj(), G.clone(), carry
+
+
+def _matrix_backward(A, b, h0, g):
+    """The backward pass of h_t = A_t h_{t-1} + b_t by its reverse recurrence, no autograd:
+    G_T = g_T, G_t = g_t + A_{t+1}^H G_{t+1}; then dL/db_t = G_t, dL/dA_t = G_t h_{t-1}^H,
+    dL/dh0 = A_1^H G_1 (PyTorch's convention for complex tensors)."""
+    T = A.shape[1]
+    hs, h = [h0], h0
+    for t in range(T):
+        h = torch.einsum("bij,bj->bi", A[:, t], h) + b[:, t]
+        hs.append(h)
+    G, gA, gb = torch.zeros_like(g[:, 0]), [None] * T, [None] * T
+    for t in reversed(range(T)):
+        G = g[:, t] + (torch.einsum("bji,bj->bi", A[:, t + 1].conj(), G) if t + 1 < T else 0)
+        gb[t] = G
+        gA[t] = torch.einsum("bi,bj->bij", G, hs[t].conj())
+    gh0 = torch.einsum("bji,bj->bi", A[:, 0].conj(), G)
+    return torch.stack(gA, 1), torch.stack(gb, 1), gh0
+
+
 def _gru_step_jacobian(W, drive, h_prev):
     """d h'/d h of the book's GRU step (gates r, z, n; the reset gate before W_n), by autograd
     of the step written here."""
@@ -955,6 +987,8 @@ INDEPENDENT = {
     "ex-scans-chunks": _chunked_depth,
     "ex-scans-flip": lambda a, b, h0=None: _scan_loop(a, b, h0, reverse=True),
     "ex-scans-shared": _shared_grad,
+    "ex-scans-matrix-backward": _matrix_backward,
+    "ex-scans-backward": _scan_backward_by_formula,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-equal-cost": lambda n, r: (n * n - 2 * n * r) / (n * n),  # (1 - s) n^2 = 2nr
     "ex-lr-lstm-step": _lstm_cell_step,
@@ -1093,3 +1127,13 @@ def test_the_reference_agrees_with_the_cases_worked_by_hand(label):
     for i, want in BY_HAND[label].items():
         got = ex.reference(*cases[i].args, **cases[i].kwargs)
         assert ex.agree(got, want) is None, f"{label}, case {i + 1}: {ex.agree(got, want)}"
+
+
+def test_exercise_labels_are_unique_across_the_book():
+    """Sphinx resolves a {ref} to one of two equal labels silently, and the editions then number
+    an exercise by the wrong page: every exercise label must be used once in the book."""
+    seen = {}
+    for path in NOTEBOOKS:
+        for label in _exercise_labels(_load(path)):
+            assert label not in seen, f"{label} in {path.name} and in {seen[label]}"
+            seen[label] = path.name

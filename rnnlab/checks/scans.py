@@ -118,6 +118,48 @@ def _reverse_reference(a, b, h0=None):
     return linear_scan_ref(a, b, h0, reverse=True)
 
 
+def _backward_reference(a, h, h0, g):
+    """The gradients of a, b and h0 through h = linear_scan_ref(a, b, h0), by autograd.
+    ``h`` is the stored output; b enters only through it, so any b that gives h works."""
+    import torch
+
+    from rnnlab import linear_scan_ref
+
+    h_prev = torch.cat([h0[:, None], h[:, :-1]], dim=1)
+    b = h - a * h_prev                                     # h_t - a_t h_{t-1}
+    leaves = [x.clone().requires_grad_(True) for x in (a, b, h0)]
+    return tuple(torch.autograd.grad(linear_scan_ref(*leaves), leaves, g))
+
+
+def _backward_cases():
+    import torch
+
+    from rnnlab import linear_scan_ref
+
+    f64, c128 = torch.float64, torch.complex128
+    cases = []
+    setups = [(31, f64, (2, 5, 3)), (32, c128, (2, 5, 3)), (33, c128, (2, 1, 3)),
+              (34, f64, (1, 4, 1)), (35, c128, (1, 7, 2))]
+    for seed, dtype, (B, T, C) in setups:
+        a, b, h0, g = _problem(seed, B, T, C, dtype)
+        h = linear_scan_ref(a, b, h0)
+        show = (_describe(dtype, B, T, C).replace("b (B, T, C)", "h (B, T, C)")
+                + ", g (B, T, C)")
+        cases.append(Case((a, h, h0, g), show=show))
+    return cases
+
+
+exercise(
+    "ex-scans-backward", notebook=NB2, name="scan_backward",
+    signature="scan_backward(a, h, h0, g)",
+    reference=_backward_reference,
+    cases=_backward_cases,
+    hint="walk t from the last step to the first: G_t = g_t + carry, then the carry for "
+         "step t - 1 is conj(a_t) G_t. The gradient of a_t multiplies G_t by the conjugated "
+         "state before step t; the carry left after step 1 is the gradient of h0.",
+)
+
+
 def _flip_cases():
     import torch
 
@@ -181,6 +223,63 @@ exercise(
 )
 
 
+def _matrix_loop(A, b, h0):
+    """The states of h_t = A_t h_{t-1} + b_t, a plain loop: (B, T, N)."""
+    import torch
+
+    h, states = h0, []
+    for t in range(A.shape[1]):
+        h = (A[:, t] @ h[..., None])[..., 0] + b[:, t]
+        states.append(h)
+    return torch.stack(states, dim=1)
+
+
+def _matrix_grads_reference(A, b, h0, g):
+    import torch
+
+    leaves = [x.clone().requires_grad_(True) for x in (A, b, h0)]
+    return tuple(torch.autograd.grad(_matrix_loop(*leaves), leaves, g))
+
+
+def _matrix_problem(seed, B, T, N, dtype):
+    """Seeded random matrix transitions (entries of standard deviation 0.5 / sqrt(N)),
+    inputs, initial states and direct gradients."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    A = torch.randn(B, T, N, N, generator=gen, dtype=dtype) * (0.5 / N ** 0.5)
+    b = torch.randn(B, T, N, generator=gen, dtype=dtype)
+    h0 = torch.randn(B, N, generator=gen, dtype=dtype)
+    g = torch.randn(B, T, N, generator=gen, dtype=dtype)
+    return A, b, h0, g
+
+
+def _matrix_cases():
+    import torch
+
+    f64, c128 = torch.float64, torch.complex128
+    setups = [(21, f64, (2, 5, 3)), (22, c128, (2, 5, 3)), (23, c128, (1, 1, 2)),
+              (24, f64, (1, 4, 1)), (25, c128, (2, 6, 4))]
+    cases = []
+    for seed, dtype, (B, T, N) in setups:
+        name = str(dtype).replace("torch.", "")
+        show = (f"{name}, B, T, N = {B}, {T}, {N}: A (B, T, N, N), b (B, T, N), "
+                "h0 (B, N), g (B, T, N)")
+        cases.append(Case(_matrix_problem(seed, B, T, N, dtype), show=show))
+    return cases
+
+
+exercise(
+    "ex-scans-matrix-backward", notebook=NB2, name="matrix_scan_grads",
+    signature="matrix_scan_grads(A, b, h0, g)",
+    reference=_matrix_grads_reference,
+    cases=_matrix_cases,
+    hint="write the part of dL that flows through h_t as Re(G_t^H dh_t) and move A_t to "
+         "the other side of the product: a number's conjugate becomes a matrix's conjugate "
+         "transpose. The gradient of A_t is an outer product of two vectors.",
+)
+
+
 # ex-scans-chunks (the chunked scan's depth) moved with the CUDA kernels to the Performance page,
 # book/lds/05_speed: it is declared in rnnlab/checks/lds.py.
 
@@ -210,6 +309,19 @@ def _seeded_problem(rng, B, T, C, dtype, **kwargs):
     return _problem(int(rng.integers(2 ** 31)), B, T, C, dtype, **kwargs)
 
 
+@hidden("ex-scans-backward")
+def _backward_hidden(rng):
+    import torch
+
+    from rnnlab import linear_scan_ref
+
+    cases = []
+    for dtype in (torch.float64, torch.complex128):
+        a, b, h0, g = _seeded_problem(rng, 2, 6, 3, dtype)
+        cases.append(Case((a, linear_scan_ref(a, b, h0), h0, g)))
+    return cases
+
+
 @hidden("ex-scans-flip")
 def _flip_hidden(rng):
     import torch
@@ -224,3 +336,11 @@ def _shared_hidden(rng):
     import torch
 
     return [Case(_seeded_problem(rng, 2, 5, 3, dtype, shared_a=True)) for dtype in (torch.float64, torch.complex128)]
+
+
+@hidden("ex-scans-matrix-backward")
+def _matrix_hidden(rng):
+    import torch
+
+    return [Case(_matrix_problem(int(rng.integers(2 ** 31)), 2, 5, 3, dtype))
+            for dtype in (torch.float64, torch.complex128)]

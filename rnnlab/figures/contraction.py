@@ -125,6 +125,17 @@ def theorem7_ellipses(cs=(1.5, 3.0), ps=(0.35, 0.6, 1.0, 1.7, 2.9)):
             ls = "-" if ok1 or ok2 else ":"
             ax.plot(np.cos(t), np.sin(t) / np.sqrt(p), color=color, ls=ls, lw=1.8 if ok1 and ok2 else 1.2)
             ax.text(0.03, 1 / np.sqrt(p) + 0.05, f"p = {_num(p)}", fontsize=7, color=color)
+        # the D1 flow d' = (-I + W D1) d on the circle and on the tallest ellipse:
+        # red where it leaves the ellipse (d' . P d > 0), grey where it enters
+        J1 = -np.eye(2) + W * D1[0][None, :]
+        for p in (1.0, min(ps)):
+            for s in np.linspace(0, 2 * np.pi, 16, endpoint=False) + np.pi / 16:
+                d = np.array([np.cos(s), np.sin(s) / np.sqrt(p)])
+                v = J1 @ d
+                out = v @ (np.array([1.0, p]) * d) > 0
+                ax.add_patch(FancyArrowPatch(tuple(d), tuple(d + 0.15 * v), arrowstyle="-|>",
+                                             mutation_scale=9 if out else 7, lw=1.6 if out else 0.9,
+                                             color=_RED if out else "#888888"))
         ax.set_aspect("equal")
         ax.set_xlim(-1.9, 1.9)
         ax.set_ylim(-1.9, 1.9)
@@ -139,8 +150,8 @@ def theorem7_ellipses(cs=(1.5, 3.0), ps=(0.35, 0.6, 1.0, 1.7, 2.9)):
     handles = [Rectangle((0, 0), 1, 1, color=col) for col in (_BLUE, _ORANGE, _GREEN, "#aaaaaa")]
     fig.legend(handles, ["works for D₁ = diag(1, 0) only", "for D₂ = diag(0, 1) only", "for both",
                          "for neither"], loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.text(0.5, 0.95, "unit circles {x : x₁² + p x₂² = 1} of the metrics diag(1, p)", ha="center",
-             fontsize=9)
+    fig.text(0.5, 0.95, "unit circles {δ : δ₁² + p δ₂² = 1} of the metrics diag(1, p); arrows: the flow"
+             " of D₁, red where it leaves", ha="center", fontsize=9)
     return fig
 
 
@@ -295,7 +306,9 @@ def certificate_levels(root=None):
     but not level 2. The committed constrained nets
     are placed from their certificates: all below the norm bound before training (the
     unconstrained controls start above it, 1.04 to 1.07, and are not drawn), and those of
-    8 modules and more, after training, with an Euler Jacobian of spectral radius above 1.
+    8 modules and more, after training, with an Euler Jacobian of spectral radius above 1. An open
+    dot on level 3's border marks the page's own trained net: its flow is certified (level 2),
+    its Euler norm bound is above 1, and only sampled steps are known to contract.
     """
     root = pathlib.Path(root) if root else pathlib.Path(__file__).resolve().parents[2]
     runs = json.loads((root / "book/contraction/data/combo-digits.json").read_text())["runs"]
@@ -330,6 +343,11 @@ def certificate_levels(root=None):
     ax.scatter([1.6], [1.6], s=40, color=_RED, zorder=4)
     ax.text(0.8, 1.05, "constrained, trained,\n8 modules and more: an\nEuler Jacobian with\nspectral radius above 1",
             fontsize=7.5, color=_RED, va="center")
+    # the page's own trained net: level 2 proven, its norm bound above 1, level 3 only sampled
+    ax.scatter([3.6], [3.05], s=46, facecolor="white", edgecolor=_INK, lw=1.4, zorder=5)
+    ax.annotate("this page's trained net:\nlevel 2 proven, level 3\nonly sampled", (3.52, 3.05),
+                xytext=(0.8, 3.05), fontsize=7.5, va="center", color=_INK,
+                arrowprops=dict(arrowstyle="-", color=_INK, lw=0.6))
     ax.text(10.5, 0.05, "for a fixed metric M and step α", fontsize=7.5, color=_INK, style="italic",
             ha="right")
     return fig

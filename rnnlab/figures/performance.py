@@ -107,7 +107,7 @@ def roofline(root=None):
     ax.set_ylim(0.1, 200)
     ax.set_xlabel("arithmetic intensity (operations per byte moved)")
     ax.set_ylabel("attainable GFLOP/s")
-    ax.set_title(f"One forward step, H = {ROOFLINE_H}, on the roofline of one core "
+    ax.set_title(f"One forward step, H = {ROOFLINE_H}, on the roofline of one thread "
                  f"(float32, measured)", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     # plain-text tick labels: matplotlib's default ones for a log axis are mathtext (10^k),
