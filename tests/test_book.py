@@ -62,3 +62,26 @@ def test_repository_url_missing_is_a_clear_error(tmp_path):
     (tmp_path / "_config.yml").write_text("title: x\n")
     with pytest.raises(ValueError, match="repository.url"):
         book.repository_url(tmp_path)
+
+
+def test_a_line_beginning_with_a_matrix_environment_is_caught():
+    # amsmath turns a line that begins with \begin{pmatrix} into a numbered display of its own,
+    # even inside a paragraph's $...$: the inline math breaks and every later equation number
+    # shifts (the online book and the editions then disagree). Inside $$ it is harmless.
+    from rnnlab.book.maintenance import stray_amsmath
+    inline = "so $Q =\n\\begin{pmatrix} 1 & 0 \\\\ 0 & 1\\end{pmatrix}\n= I$ holds.\n"
+    assert stray_amsmath(inline) == ["\\begin{pmatrix} 1 & 0 \\\\ 0 & 1\\end{pmatrix}"]
+    assert stray_amsmath("```{solution} ex\n:class: dropdown\n\n" + inline + "```\n")
+    display = "so\n\n$$\nQ =\n\\begin{pmatrix} 1 & 0 \\\\ 0 & 1\\end{pmatrix}\n$$\n\nholds.\n"
+    assert stray_amsmath(display) == []
+    assert stray_amsmath("one $Q = \\begin{pmatrix} 1 \\end{pmatrix}$ line\n") == []
+
+
+def test_a_folded_proof_without_a_title_is_caught():
+    # sphinx-togglebutton looks for the admonition title of every .dropdown; a {prf:proof} has none,
+    # and the page throws "Cannot read properties of null (reading 'insertAdjacentHTML')".
+    from rnnlab.book.maintenance import untitled_dropdowns
+    bare = "```{prf:proof}\n:class: dropdown\n\nIt holds.\n```\n"
+    assert untitled_dropdowns(bare) == ["prf:proof"]
+    folded = "````{admonition} Proof\n:class: dropdown\n```{prf:proof}\nIt holds.\n```\n````\n"
+    assert untitled_dropdowns(folded) == []

@@ -204,6 +204,43 @@ def toc_files(root="."):
     return set(re.findall(r"(?:file|root):\s*(\S+)", text))
 
 
+def stray_amsmath(text):
+    """The first line of each amsmath block in MyST ``text``, directive bodies included. A line
+    that begins with ``\\begin{pmatrix}`` (or another amsmath environment) outside ``$$`` becomes
+    a numbered display of its own, even in the middle of a paragraph's inline math."""
+    from .book_index import directive_of, parse
+
+    found = []
+    lines = text.splitlines()
+    for tok in parse(text):
+        if tok.type == "amsmath":
+            found.append(tok.content.strip().splitlines()[0])
+            continue
+        d = directive_of(tok, lines)
+        if d is not None and d.body.strip() and d.name not in ("code-block", "code"):
+            found += stray_amsmath(d.body)
+    return found
+
+
+def untitled_dropdowns(text):
+    """The ``prf:`` directives of MyST ``text`` with ``:class: dropdown``: they render without an
+    admonition title, so the page's toggle script fails on them (a console error, nothing folds).
+    A folded proof goes inside ``{admonition} Proof`` with ``:class: dropdown``."""
+    from .book_index import directive_of, parse
+
+    found = []
+    lines = text.splitlines()
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        if d is None:
+            continue
+        if d.name.startswith("prf:") and "dropdown" in str(d.options.get("class", "")).split():
+            found.append(d.name)
+        if d.body.strip() and d.name not in ("code-block", "code"):
+            found += untitled_dropdowns(d.body)
+    return found
+
+
 def check(root="."):
     """Problems with the book's notebooks, one string each (empty when all is well)."""
     root = pathlib.Path(root)
@@ -234,6 +271,18 @@ def check(root="."):
         if str(rel.with_suffix("")) not in listed:
             problems.append(f"{rel}: not listed in _toc.yml")
         for n, c in enumerate(nb["cells"], 1):
+            if c["cell_type"] == "markdown":
+                for line in stray_amsmath("".join(c["source"])):
+                    problems.append(
+                        f"{rel}: cell {n}: the line {line!r} starts an amsmath block "
+                        "(a line beginning with \\begin{pmatrix} and the like): Sphinx numbers it, "
+                        "which shifts every later equation number, and it breaks the math around it; "
+                        "put the matrix in $$ ... $$ or start the line with other text")
+                for name in untitled_dropdowns("".join(c["source"])):
+                    problems.append(
+                        f"{rel}: cell {n}: a {{{name}}} with :class: dropdown has no title for the "
+                        "toggle script (a console error online); fold it inside an "
+                        "{admonition} with :class: dropdown instead")
             if c["cell_type"] != "code":
                 continue
             src = "".join(c["source"])
