@@ -130,13 +130,13 @@ def test_read_grad_with_the_weights_fails():
 def test_push_reach_counting_the_own_step_fails():
     def plus_one(d, u):                      # counts the read of the push's own step too
         return (int((1 - d) / (d - u)) if u < d else 0) + 1
-    _fails("ex-mem-push-reach", plus_one, "case 1 of 6")
+    _fails("ex-mem-push-reach", plus_one, "case 1 of 7")
 
 
 def test_push_reach_rounding_fails():
     def rounded(d, u):                       # rounds (1 - d) / (d - u) instead of its floor
         return round((1 - d) / (d - u)) if u < d else 0
-    _fails("ex-mem-push-reach", rounded, "case 3 of 6")
+    _fails("ex-mem-push-reach", rounded, "case 3 of 7")
 
 
 def test_reversal_pushing_during_the_output_fails():

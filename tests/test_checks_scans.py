@@ -14,7 +14,8 @@ from rnnlab.checks import evaluate, exercises, get
 from rnnlab.kernels import scan_algorithms as sa
 
 LABELS = ["ex-scans-counts", "ex-scans-segmented", "ex-scans-backward", "ex-scans-flip",
-          "ex-scans-shared", "ex-scans-matrix-backward"]
+          "ex-scans-shared", "ex-scans-matrix-backward",
+          "ex-scans-chunked-torch"]
 # ex-scans-chunks moved with the CUDA kernels to book/lds/05_speed (rnnlab/checks/lds.py); its wrong
 # answers are still tested below.
 
@@ -225,3 +226,33 @@ def test_matrix_grads_with_the_outer_product_reversed_fail():
         return grad_A.mT, G, grad_h0
 
     _fails_at("ex-scans-matrix-backward", reversed_outer, 1, 5, "float64")
+
+
+# ------------------------------------------------------------ ex-scans-chunked-torch
+
+def _chunked_torch(a, b, p, shift=True):
+    B, T, C = a.shape
+    a, b = a.reshape(B, p, T // p, C), b.reshape(B, p, T // p, C)
+    tot_a, tot_b = a[:, :, 0], b[:, :, 0]
+    for j in range(1, T // p):
+        tot_a, tot_b = tot_a * a[:, :, j], a[:, :, j] * tot_b + b[:, :, j]
+    inc_a, inc_b = torch.cumprod(tot_a, dim=1), linear_scan(tot_a, tot_b)
+    if shift:
+        car_a = torch.cat([torch.ones_like(inc_a[:, :1]), inc_a[:, :-1]], dim=1)
+        car_b = torch.cat([torch.zeros_like(inc_b[:, :1]), inc_b[:, :-1]], dim=1)
+    else:                                  # wrong: the inclusive scan as the carry
+        car_a, car_b = inc_a, inc_b
+    out_a, out_b = torch.empty_like(a), torch.empty_like(b)
+    for j in range(T // p):
+        car_a, car_b = car_a * a[:, :, j], a[:, :, j] * car_b + b[:, :, j]
+        out_a[:, :, j], out_b[:, :, j] = car_a, car_b
+    return out_a.reshape(B, T, C), out_b.reshape(B, T, C)
+
+
+def test_chunked_scan_torch_passes():
+    assert evaluate("ex-scans-chunked-torch", _chunked_torch).status == "passed"
+
+
+def test_chunked_scan_torch_with_the_inclusive_carry_fails():
+    _fails_at("ex-scans-chunked-torch", lambda a, b, p: _chunked_torch(a, b, p, shift=False),
+              1, 5, "p = 4")

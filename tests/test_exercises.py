@@ -511,6 +511,15 @@ def _scan_loop(a, b, h0=None, reverse=False):
     return torch.stack(out, 1)
 
 
+def _running_pair(a, b, p):
+    """The inclusive scan by a plain loop: A_t = a_t A_{t-1} (the running product), B_t = h_t."""
+    A, out = torch.ones_like(a[:, 0]), []
+    for t in range(a.shape[1]):
+        A = a[:, t] * A
+        out.append(A)
+    return torch.stack(out, 1), _scan_loop(a, b)
+
+
 def _shared_grad(a, b, h0, g):
     """Autograd through the plain loop, for the shared transition ``a`` (C,)."""
     a = a.clone().requires_grad_(True)
@@ -989,6 +998,7 @@ INDEPENDENT = {
     "ex-scans-shared": _shared_grad,
     "ex-scans-matrix-backward": _matrix_backward,
     "ex-scans-backward": _scan_backward_by_formula,
+    "ex-scans-chunked-torch": _running_pair,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-equal-cost": lambda n, r: (n * n - 2 * n * r) / (n * n),  # (1 - s) n^2 = 2nr
     "ex-lr-lstm-step": _lstm_cell_step,

@@ -393,13 +393,17 @@ exercise(
          "its running sum runs down), which gives the gradient between the two pops, then the top pop.")
 
 
-def _push_reach_reference(d, u, T=24, t0=1):
+def _push_reach_reference(d, u, T=None, t0=1):
     """How many later reads depend on a push, measured: autograd through the stack with every
     push d and every pop u, counting the steps t > t0 whose read has a nonzero derivative in d_t0."""
+    import math
+
     import torch
 
     from rnnlab import neural_memory
 
+    if T is None:                    # long enough to see the last read of a long reach
+        T = 24 if u >= d else max(24, t0 + 4 + math.ceil((1 - d) / (d - u)))
     gen = torch.Generator().manual_seed(0)
     v = torch.randn(1, T, 3, generator=gen, dtype=torch.float64)
     uu = torch.full((1, T), float(u), dtype=torch.float64)
@@ -420,6 +424,7 @@ def _push_reach_cases():
         Case((0.6, 0.53), show="d = 0.6, u = 0.53"),  # (1 - d)/(d - u) = 5.7: no tie
         Case((0.9, 0.05), show="d = 0.9, u = 0.05"),
         Case((0.5, 0.5), show="d = u = 0.5"),
+        Case((0.5, 0.4925), show="d = 0.5, u = 0.4925"),  # reach 66: count far enough
     ]
 
 

@@ -85,6 +85,43 @@ exercise(
 )
 
 
+def _chunked_torch_reference(a, b, p):
+    """The inclusive scan ``(A_t, B_t)`` along time: ``A`` the running product of
+    ``a``, ``B`` the states from ``h_0 = 0`` (``p`` changes nothing)."""
+    import torch
+
+    from rnnlab import linear_scan_ref
+
+    return torch.cumprod(a, dim=1), linear_scan_ref(a, b)
+
+
+def _chunked_torch_cases():
+    cases = []
+    for seed, (B, T, C), p in [(41, (1, 16, 1), 4), (42, (2, 12, 3), 3), (43, (1, 8, 2), 1),
+                               (44, (2, 8, 1), 8), (45, (3, 10, 2), 5)]:
+        a, b, _, _ = _problem(seed, B, T, C, _float64())
+        cases.append(Case((a, b, p), show=f"float64, B, T, C = {B}, {T}, {C}, p = {p}"))
+    return cases
+
+
+def _float64():
+    import torch
+
+    return torch.float64
+
+
+exercise(
+    "ex-scans-chunked-torch", notebook=NB1, name="chunked_scan_torch",
+    signature="chunked_scan_torch(a, b, p)",
+    reference=_chunked_torch_reference,
+    cases=_chunked_torch_cases,
+    difficulty=3,
+    hint="reshape (B, T, C) to (B, p, L, C) so that chunk c is row c; then every loop runs "
+         "over the L steps of a chunk for all chunks at once. The carry of chunk c composes "
+         "the totals of chunks 0 .. c - 1 (the identity for chunk 0).",
+)
+
+
 # ------------------------------------------------------------ 02_gradients_and_kernels
 
 def _problem(seed, B, T, C, dtype, shared_a=False, with_h0=True):

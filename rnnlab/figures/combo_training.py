@@ -102,6 +102,6 @@ def euler_spiral(alpha=SPIRAL_ALPHA, steps=SPIRAL_STEPS, root=None):
         ax.tick_params(labelsize=7)
         ax.set_ylabel("imaginary part", fontsize=8, labelpad=1)
     fig.text(0.5, 0.965, f"dz/dt = (−1 + iω) z and its Euler map z ← (1 − α + iαω) z, α = {alpha:g}; "
-             "ω: the smallest and largest feedback that trained constrained nets reach",
+             "ω: the smallest and largest ‖L_M‖ of the stored constrained runs with several modules",
              ha="center", fontsize=8.5)
     return fig

@@ -150,7 +150,7 @@ def theorem7_ellipses(cs=(1.5, 3.0), ps=(0.35, 0.6, 1.0, 1.7, 2.9)):
     handles = [Rectangle((0, 0), 1, 1, color=col) for col in (_BLUE, _ORANGE, _GREEN, "#aaaaaa")]
     fig.legend(handles, ["works for D₁ = diag(1, 0) only", "for D₂ = diag(0, 1) only", "for both",
                          "for neither"], loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.text(0.5, 0.95, "unit circles {δ : δ₁² + p δ₂² = 1} of the metrics diag(1, p); arrows: the flow"
+    fig.text(0.5, 0.95, "unit balls {δ : δ₁² + p δ₂² ≤ 1} of the metrics diag(1, p); arrows: the flow"
              " of D₁, red where it leaves", ha="center", fontsize=9)
     return fig
 
@@ -257,7 +257,7 @@ def euler_circle(alpha=EULER_ALPHA):
     ax2.set_title(f"the Euler step, α = {_num(alpha)}: 1 + α(−1 ± iω)", fontsize=9)
     ax2.legend(fontsize=7.5, loc="lower left")
     fig.text(0.5, 0.95, f"points: the fastest mode ±iω, ω = ‖L‖ in the metric, of each of page 07's "
-             f"{len(before)} constrained Combo Nets", ha="center", fontsize=8.5)
+             f"{len(before)} constrained Combo Nets with feedback", ha="center", fontsize=8.5)
     return fig
 
 

@@ -66,7 +66,7 @@ PRESETS = {
                                                 nonlinearity="tanh"),
     "rotation, linear (|λ| = 1: memory)": dict(W=((0.8, -0.6), (0.6, 0.8)), x=0.0,
                                                nonlinearity="linear"),
-    "tanh with |λ| > 1, complex: a cycle": dict(W=((1.05, -0.75), (0.75, 1.05)), x=0.0,
+    "tanh with |λ| > 1, complex: a closed curve": dict(W=((1.05, -0.75), (0.75, 1.05)), x=0.0,
                                                 nonlinearity="tanh"),
     "contracting (‖W‖ < 1)": dict(W=((0.5, -0.6), (0.3, 0.4)), x=0.5, nonlinearity="tanh"),
 }
