@@ -204,41 +204,34 @@ def toc_files(root="."):
     return set(re.findall(r"(?:file|root):\s*(\S+)", text))
 
 
+def _tokens_deep(text):
+    """``(token, directive or None)`` for every markdown-it token of MyST ``text``, the bodies
+    of its directives (code blocks excepted) walked too."""
+    from .book_index import directive_of, parse
+
+    lines = text.splitlines()
+    for tok in parse(text):
+        d = directive_of(tok, lines)
+        yield tok, d
+        if d is not None and d.body.strip() and d.name not in ("code-block", "code"):
+            yield from _tokens_deep(d.body)
+
+
 def stray_amsmath(text):
     """The first line of each amsmath block in MyST ``text``, directive bodies included. A line
     that begins with ``\\begin{pmatrix}`` (or another amsmath environment) outside ``$$`` becomes
     a numbered display of its own, even in the middle of a paragraph's inline math."""
-    from .book_index import directive_of, parse
-
-    found = []
-    lines = text.splitlines()
-    for tok in parse(text):
-        if tok.type == "amsmath":
-            found.append(tok.content.strip().splitlines()[0])
-            continue
-        d = directive_of(tok, lines)
-        if d is not None and d.body.strip() and d.name not in ("code-block", "code"):
-            found += stray_amsmath(d.body)
-    return found
+    return [tok.content.strip().splitlines()[0]
+            for tok, _ in _tokens_deep(text) if tok.type == "amsmath"]
 
 
 def untitled_dropdowns(text):
     """The ``prf:`` directives of MyST ``text`` with ``:class: dropdown``: they render without an
     admonition title, so the page's toggle script fails on them (a console error, nothing folds).
     A folded proof goes inside ``{admonition} Proof`` with ``:class: dropdown``."""
-    from .book_index import directive_of, parse
-
-    found = []
-    lines = text.splitlines()
-    for tok in parse(text):
-        d = directive_of(tok, lines)
-        if d is None:
-            continue
-        if d.name.startswith("prf:") and "dropdown" in str(d.options.get("class", "")).split():
-            found.append(d.name)
-        if d.body.strip() and d.name not in ("code-block", "code"):
-            found += untitled_dropdowns(d.body)
-    return found
+    return [d.name for _, d in _tokens_deep(text)
+            if d is not None and d.name.startswith("prf:")
+            and "dropdown" in str(d.options.get("class", "")).split()]
 
 
 def check(root="."):
