@@ -85,3 +85,15 @@ def test_a_folded_proof_without_a_title_is_caught():
     assert untitled_dropdowns(bare) == ["prf:proof"]
     folded = "````{admonition} Proof\n:class: dropdown\n```{prf:proof}\nIt holds.\n```\n````\n"
     assert untitled_dropdowns(folded) == []
+
+
+def test_a_bare_reference_to_an_untitled_target_is_caught():
+    # A (label)= before an admonition has no title: {ref}`label` makes Sphinx warn "A title or
+    # caption not found", and the README's build (-W) fails; {ref}`text <label>` is fine.
+    from rnnlab.book.maintenance import untitled_refs
+    target = ("a: cell 9", "(ex-limits)=\n```{admonition} What this page does not show\n"
+              ":class: dropdown\n```\n")
+    heading = ("b: cell 1", "(ex-sec)=\n\n## A section\n")
+    bare = ("c: cell 2", "See {ref}`ex-limits` and {ref}`ex-sec`.")
+    titled = ("d: cell 3", "See {ref}`the limits <ex-limits>`.")
+    assert untitled_refs([target, heading, bare, titled]) == [("c: cell 2", "ex-limits")]

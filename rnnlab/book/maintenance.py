@@ -234,12 +234,31 @@ def untitled_dropdowns(text):
             and "dropdown" in str(d.options.get("class", "")).split()]
 
 
+def untitled_refs(texts):
+    """``(where, label)`` for each bare ``{ref}`label``` in ``texts`` (pairs ``(where, MyST
+    text)``) whose ``(label)=`` target is not followed by a heading. Such a target (before an
+    admonition or a paragraph) has no title for Sphinx to print, so the build warns "A title or
+    caption not found" and ``-W`` fails; give the reference its text: ``{ref}`text <label>```."""
+    untitled = set()
+    for _, text in texts:
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r"^\((\S+)\)=\s*$", line)
+            if m:
+                after = next((x for x in lines[i + 1:] if x.strip()), "")
+                if not after.startswith("#"):
+                    untitled.add(m.group(1))
+    return [(where, m.group(1).strip()) for where, text in texts
+            for m in re.finditer(r"\{ref\}`([^`<]+)`", text) if m.group(1).strip() in untitled]
+
+
 def check(root="."):
     """Problems with the book's notebooks, one string each (empty when all is well)."""
     root = pathlib.Path(root)
     url = repository_url(root)
     listed = toc_files(root)
     problems = []
+    texts = []          # (where, markdown) of every page, for references across pages
     try:
         current_ref(root)
     except RefDisagreement as exc:
@@ -265,6 +284,7 @@ def check(root="."):
             problems.append(f"{rel}: not listed in _toc.yml")
         for n, c in enumerate(nb["cells"], 1):
             if c["cell_type"] == "markdown":
+                texts.append((f"{rel}: cell {n}", "".join(c["source"])))
                 for line in stray_amsmath("".join(c["source"])):
                     problems.append(
                         f"{rel}: cell {n}: the line {line!r} starts an amsmath block "
@@ -286,6 +306,12 @@ def check(root="."):
             for out in c.get("outputs", []):
                 if out.get("output_type") == "error":
                     problems.append(f"{rel}: cell {n} stores an error ({out.get('ename')})")
+    for path in sorted((root / "book").rglob("*.md")):
+        texts.append((str(path.relative_to(root)), path.read_text()))
+    for where, label in untitled_refs(texts):
+        problems.append(f"{where}: {{ref}}`{label}` points at a target with no heading after it, "
+                        "so Sphinx has no title to print (the build warns and -W fails); write "
+                        f"{{ref}}`its text <{label}>`")
     return problems
 
 
