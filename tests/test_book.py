@@ -90,10 +90,24 @@ def test_a_folded_proof_without_a_title_is_caught():
 def test_a_bare_reference_to_an_untitled_target_is_caught():
     # A (label)= before an admonition has no title: {ref}`label` makes Sphinx warn "A title or
     # caption not found", and the README's build (-W) fails; {ref}`text <label>` is fine.
+    from rnnlab.book.book_index import Target
     from rnnlab.book.maintenance import untitled_refs
-    target = ("a: cell 9", "(ex-limits)=\n```{admonition} What this page does not show\n"
-              ":class: dropdown\n```\n")
-    heading = ("b: cell 1", "(ex-sec)=\n\n## A section\n")
+
+    class Index:
+        targets = {"ex-limits": Target("book/a", "section", None, ""),
+                   "ex-sec": Target("book/b", "section", None, "A section")}
     bare = ("c: cell 2", "See {ref}`ex-limits` and {ref}`ex-sec`.")
     titled = ("d: cell 3", "See {ref}`the limits <ex-limits>`.")
-    assert untitled_refs([target, heading, bare, titled]) == [("c: cell 2", "ex-limits")]
+    assert untitled_refs([bare, titled], Index) == [("c: cell 2", "ex-limits")]
+
+
+def test_the_book_index_leaves_a_target_before_an_admonition_untitled(tmp_path):
+    from rnnlab.book.book_index import BookIndex
+    (tmp_path / "book").mkdir()
+    (tmp_path / "_toc.yml").write_text("root: book/a\n")
+    (tmp_path / "_config.yml").write_text("repository:\n  url: https://example.org/x/y\n")
+    (tmp_path / "book" / "a.md").write_text(
+        "# A\n\n(ex-limits)=\n```{admonition} Limits\n:class: dropdown\nText.\n```\n\n"
+        "(ex-sec)=\n## A section\n")
+    targets = BookIndex(tmp_path, base_url="https://example.org").targets
+    assert targets["ex-limits"].title == "" and targets["ex-sec"].title == "A section"

@@ -234,23 +234,14 @@ def untitled_dropdowns(text):
             and "dropdown" in str(d.options.get("class", "")).split()]
 
 
-def untitled_refs(texts):
+def untitled_refs(texts, index):
     """``(where, label)`` for each bare ``{ref}`label``` in ``texts`` (pairs ``(where, MyST
-    text)``) whose ``(label)=`` target is not followed by a heading. Such a target (before an
-    admonition or a paragraph) has no title for Sphinx to print, so the build warns "A title or
-    caption not found" and ``-W`` fails; give the reference its text: ``{ref}`text <label>```."""
-    untitled = set()
-    for _, text in texts:
-        lines = text.splitlines()
-        for i, line in enumerate(lines):
-            m = re.match(r"^\((\S+)\)=\s*$", line)
-            if m:
-                after = next((x for x in lines[i + 1:] if x.strip()), "")
-                if not after.startswith("#"):
-                    untitled.add(m.group(1))
+    text)``) whose target in ``index`` (a :class:`BookIndex`) is a ``(label)=`` with no heading
+    after it (before an admonition or a paragraph). Sphinx has no title to print for it, so the
+    build warns "A title or caption not found" and ``-W`` fails; write ``{ref}`text <label>```."""
+    untitled = {label for label, t in index.targets.items() if t.kind == "section" and not t.title}
     return [(where, m.group(1).strip()) for where, text in texts
             for m in re.finditer(r"\{ref\}`([^`<]+)`", text) if m.group(1).strip() in untitled]
-
 
 def check(root="."):
     """Problems with the book's notebooks, one string each (empty when all is well)."""
@@ -308,7 +299,9 @@ def check(root="."):
                     problems.append(f"{rel}: cell {n} stores an error ({out.get('ename')})")
     for path in sorted((root / "book").rglob("*.md")):
         texts.append((str(path.relative_to(root)), path.read_text()))
-    for where, label in untitled_refs(texts):
+    from .book_index import BookIndex
+
+    for where, label in untitled_refs(texts, BookIndex(root, base_url="")):
         problems.append(f"{where}: {{ref}}`{label}` points at a target with no heading after it, "
                         "so Sphinx has no title to print (the build warns and -W fails); write "
                         f"{{ref}}`its text <{label}>`")
