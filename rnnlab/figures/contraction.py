@@ -306,9 +306,9 @@ def certificate_levels(root=None):
     but not level 2. The committed constrained nets
     are placed from their certificates: all below the norm bound before training (the
     unconstrained controls start above it, 1.04 to 1.07, and are not drawn), and those of
-    8 modules and more, after training, with an Euler Jacobian of spectral radius above 1. An open
-    dot on level 3's border marks the page's own trained net: its flow is certified (level 2),
-    its Euler norm bound is above 1, and only sampled steps are known to contract.
+    8 modules and more, after training, with an Euler Jacobian of spectral radius above 1. The
+    page's own trained net is not drawn: its flow is certified (level 2), but whether it lies in
+    level 3 or in R is unknown (its Euler norm bound is above 1; only sampled steps contract).
     """
     root = pathlib.Path(root) if root else pathlib.Path(__file__).resolve().parents[2]
     runs = json.loads((root / "book/contraction/data/combo-digits.json").read_text())["runs"]
@@ -343,11 +343,6 @@ def certificate_levels(root=None):
     ax.scatter([1.6], [1.6], s=40, color=_RED, zorder=4)
     ax.text(0.8, 1.05, "constrained, trained,\n8 modules and more: an\nEuler Jacobian with\nspectral radius above 1",
             fontsize=7.5, color=_RED, va="center")
-    # the page's own trained net: level 2 proven, its norm bound above 1, level 3 only sampled
-    ax.scatter([3.6], [3.05], s=46, facecolor="white", edgecolor=_INK, lw=1.4, zorder=5)
-    ax.annotate("this page's trained net:\nlevel 2 proven, level 3\nonly sampled", (3.52, 3.05),
-                xytext=(0.8, 3.05), fontsize=7.5, va="center", color=_INK,
-                arrowprops=dict(arrowstyle="-", color=_INK, lw=0.6))
     ax.text(10.5, 0.05, "for a fixed metric M and step α", fontsize=7.5, color=_INK, style="italic",
             ha="right")
     return fig

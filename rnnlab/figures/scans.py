@@ -224,12 +224,12 @@ def backward_scan():
             ax.text((t + 0.5) * S, yb + 0.12, f"× {_num(a[t], 2)}", ha="center",
                     va="bottom", fontsize=7.5, color=_ORANGE)
     _arrow(ax, (S - 0.48, yb), (0.48, yb), color=_ORANGE, ls="--")
-    ax.text(0, yb, f"∂L/∂h₀\n= a₁G₁\n= {_num(a[0] * G[0], 3)}", ha="center", va="center",
+    ax.text(0, yb, f"dL/dh₀\n= a₁G₁\n= {_num(a[0] * G[0], 3)}", ha="center", va="center",
             fontsize=7.5, color=_ORANGE, linespacing=1.2)
     ax.text(0.5 * S, yb + 0.12, f"× {_num(a[0], 2)}", ha="center", va="bottom", fontsize=7.5,
             color=_ORANGE)
-    ax.text(-0.8, (yf + yb) / 2, "the gradients of the inputs:   ∂L/∂bₜ = Gₜ,   ∂L/∂aₜ = Gₜ hₜ₋₁,   "
-            "∂L/∂h₀ = a₁ G₁", fontsize=8.5, color=_INK, va="center")
+    ax.text(-0.8, (yf + yb) / 2, "the gradients of the inputs:   dL/dbₜ = Gₜ,   dL/daₜ = Gₜ hₜ₋₁,   "
+            "dL/dh₀ = a₁ G₁", fontsize=8.5, color=_INK, va="center")
     return fig
 
 
@@ -321,6 +321,7 @@ def kernel_layout():
             "3 rescan from the carry",
             transform=ax.transAxes, fontsize=7.5, va="top", color=_INK, linespacing=1.3)
     fig.text(0.5, 0.965, f"one batch row of a (B, T, C) tensor, T = {T}, C = {C}: element (i, t, c) "
-             "sits at offset (iT + t)C + c; a colour band is one thread's (or one job's) share",
+             "sits at offset (iT + t)C + c; a colour band is one job (CPU), one thread (sequential)\n"
+             f"or one chunk of {GPU_CHUNK_CHANNELS} channels, one thread per channel (chunked)",
              ha="center", va="center", fontsize=8.5, color=_INK)
     return fig
