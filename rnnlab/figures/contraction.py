@@ -256,7 +256,7 @@ def euler_circle(alpha=EULER_ALPHA):
     ax2.set_xlabel("real part")
     ax2.set_title(f"the Euler step, α = {_num(alpha)}: 1 + α(−1 ± iω)", fontsize=9)
     ax2.legend(fontsize=7.5, loc="lower left")
-    fig.text(0.5, 0.95, f"points: the fastest mode ±iω, ω = ‖L‖ in the metric, of each of page 07's "
+    fig.text(0.5, 0.95, f"points: the fastest-turning mode ±iω, ω = ‖L‖ in the metric, of each of page 07's "
              f"{len(before)} constrained Combo Nets with feedback", ha="center", fontsize=8.5)
     return fig
 

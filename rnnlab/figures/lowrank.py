@@ -259,10 +259,6 @@ def imitation_pipeline():
     recorded episodes, the offline fit, then the policy in the loop, with the
     observation shifted on some steps, scored against the expert under the same
     shift."""
-    from ..experiments.imitation import PAPER
-
-    shift_p = PAPER["p"]                       # the probability of a shifted step (A.11.4)
-
     fig, ax = _canvas(12.3, 4.2, (-0.2, 12.4), (-0.55, 4.2))
     ax.text(0.0, 4.0, "offline: imitation", fontsize=9.5, color=_BLUE, va="center", weight="bold")
     ax.text(0.0, 1.95, "closed loop: the policy drives", fontsize=9.5, color=_GREEN, va="center",
@@ -278,8 +274,8 @@ def imitation_pipeline():
             _arrow(ax, (steps[k - 1][1] + 1.05, y), (x - 1.05, y))
     # the loop
     ye = 0.75
-    _box(ax, 2.1, ye, 2.2, 0.95, "environment\n(pendulum, cheetah)", fc=_GREY_FILL, fontsize=8.3)
-    _box(ax, 5.35, ye, 2.3, 0.95, f"shift on {int(round(100 * shift_p))} % of steps:\nnoise · dropout · offset",
+    _box(ax, 2.1, ye, 2.2, 0.95, "environment\n(the pendulum)", fc=_GREY_FILL, fontsize=8.3)
+    _box(ax, 5.35, ye, 2.3, 0.95, "shift on a share p of steps:\nnoise · dropout · offset",
          ec=_RED, fc=_RED_FILL, fontsize=8.3)
     _box(ax, 9.2, ye, 2.1, 0.95, "policy\nacts on what it sees", ec=_GREEN, fc=_GREEN_FILL, fontsize=8.3)
     _arrow(ax, (3.2, ye + 0.1), (4.2, ye + 0.1))
