@@ -649,7 +649,7 @@ def _shortening_interval_cases():
 exercise(
     "ex-lr-loop-sign", notebook=NB5, name="shortening_interval", signature="shortening_interval(a, f)",
     reference=_shortening_interval_reference, cases=_shortening_interval_cases, rtol=1e-9, atol=1e-12,
-    difficulty=2,
+    difficulty=3,
     hint="Return (low, high): the loop shortens the horizon for low < pq < high. Two regimes: real eigenvalues, "
          "where the top one is (a + f)/2 + sqrt((f - a)^2/4 + pq), and complex ones, where |lambda|^2 = det J.")
 
