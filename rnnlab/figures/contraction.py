@@ -328,7 +328,7 @@ def certificate_levels(root=None):
     boxes = [((0.1, 0.04), 10.4, 5.08, _BLUE, "#eef3fa",
               "1  every module contracts in its own metric"),
              ((0.6, 0.55), 6.8, 3.9, _BLUE, _BLUE_FILL,
-              "2  the flow of the assembly contracts in M (skew feedback)"),
+              "2  the assembled flow contracts in M (skew feedback ensures it)"),
              ((3.6, 0.9), 3.5, 2.9, _GREEN, "#cfe8cf", "3  every Euler step contracts in M"),
              ((3.9, 1.25), 2.9, 1.5, _GREEN, "#b5dcb5", "Euler norm bound below 1")]
     for (x, y), w, h, ec, fc, text in boxes:
