@@ -34,6 +34,8 @@ from . import lds as lds_figures  # the LDS chapter's schematics
 from . import lowrank_cells  # the LSTM and GRU steps and one GRU step backward of book/lowrank/01_cells
 from . import lds_copy  # the copying-memory timeline and the delay-line phasors of book/lds/04_copy_memory
 from . import performance  # the roofline of book/lds/05_speed, the Performance page
+from . import rank_memory  # rho against rank and sparsity, and the horizon, of book/lowrank/05_rank_and_memory
+from . import lds_modal_stack  # one mode through two layers of book/lds/03_modal_stack, as arrows
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
@@ -62,12 +64,14 @@ FIGURES = {
     "lowrank_gru_backward": (lowrank_cells.gru_backward, "book/lowrank/figures/gru_backward.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
     "lowrank_pipeline": (lowrank.imitation_pipeline, "book/lowrank/figures/imitation_pipeline.svg"),
+    "lowrank_rank_horizon": (rank_memory.rank_radius_horizon, "book/lowrank/figures/rank_radius_horizon.svg"),
     "lds_companion_modal": (lds_figures.companion_modal, "book/lds/figures/companion_modal.svg"),
     "lds_paper_lds": (lds_figures.paper_lds, "book/lds/figures/paper_lds.svg"),
     "lds_ldstack_staircase": (lds_figures.ldstack_staircase, "book/lds/figures/ldstack_staircase.svg"),
     "lds_copy_timeline": (lds_copy.copy_timeline, "book/lds/figures/copy_timeline.svg"),
     "lds_delay_phasors": (lds_copy.delay_phasors, "book/lds/figures/delay_phasors.svg"),
     "lds_roofline": (performance.roofline, "book/lds/figures/roofline.svg"),
+    "lds_modal_phasors": (lds_modal_stack.modal_phasors, "book/lds/figures/modal_phasors.svg"),
     "memory_stack_steps": (memory.stack_steps, "book/memory/figures/stack_steps.svg"),
     "memory_stack_intervals": (memory.stack_intervals, "book/memory/figures/stack_intervals.svg"),
     "memory_queue_steps": (memory.queue_steps, "book/memory/figures/queue_steps.svg"),

@@ -2,8 +2,9 @@
 
 :func:`lstm_gru_cells` draws the two cells of :mod:`rnnlab.kernels.cells_torch`
 (the GRU resets *before* its recurrent matrix, as in that module), each gate
-with its own ``W_rec(r, s)``; :func:`gru_backward` draws the chain rule of
-``eq-lr-gru-back``: which gradient flows into which, and through which matrix.
+with its own ``W_rec(r, s)``; :func:`gru_backward` draws the chain rule of the GRU
+backward note of book/lowrank/01_cells: which gradient flows into which, and through
+which matrix.
 The symbols are the page's: q the reset gate, z the update gate, ĥ the
 candidate state.
 """
@@ -95,7 +96,7 @@ def lstm_gru_cells():
 
 
 def gru_backward():
-    """One GRU step backward (``eq-lr-gru-back``): from ``h̄_t = dL/dh_t`` to the three
+    """One GRU step backward (the GRU backward note of book/lowrank/01_cells): from ``h̄_t = dL/dh_t`` to the three
     pre-activation gradients, and the four terms of this step's share of ``dL/dh_{t-1}``."""
     fig, ax = _canvas(10.5, 4.3, (-0.2, 10.6), (-0.5, 4.5))
     _box(ax, 9.4, 1.9, 1.8, 0.8, "h̄ₜ = ∂L/∂hₜ\n(from above)", fc=_GREY_FILL)
