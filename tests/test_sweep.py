@@ -139,16 +139,18 @@ def local_ray():
     os.environ.setdefault("RAY_kill_child_processes_on_worker_exit", "0")
     started = not ray.is_initialized()
     if started:
-        # Ray gives its raylet a fixed 30 s to register; on a loaded machine the first start can miss that
-        # ("The current node timed out during startup"), and a second start, with its files cached, makes it
-        for attempt in range(2):
+        # Ray gives its raylet a fixed 30 s to register; on a loaded machine a start can miss that ("The
+        # current node timed out during startup"). A later start, with its files cached, usually makes it;
+        # under a load of about 12 on two cores two starts both missed, so up to four are tried.
+        attempts = 4
+        for attempt in range(attempts):
             try:
                 ray.init(num_cpus=2, object_store_memory=100 * 2 ** 20, include_dashboard=False,
                          log_to_driver=False)
                 break
             except Exception as exc:  # noqa: BLE001 (Ray raises a bare Exception here)
                 ray.shutdown()
-                if attempt or "timed out during startup" not in str(exc):
+                if attempt == attempts - 1 or "timed out during startup" not in str(exc):
                     raise
     yield ray
     if started:

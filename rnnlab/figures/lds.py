@@ -136,39 +136,58 @@ def companion_modal():
 # ------------------------------------------------------------------ 04_copy_memory
 
 def paper_lds(blocks=10, modes=16, tokens=10):
-    """The copying-memory model: one-hot tokens, the mixing E, ten single-input
-    LDS of sixteen unit-modulus modes, the complex read-out C′, the logits."""
-    fig, ax = _canvas(11, 3.7, (-0.3, 11.3), (-3.5, 0.9))
-    ax.text(-0.2, 0.62, f"paper_lds: {blocks} blocks × {modes} modes, 3380 trained parameters",
-            fontsize=10, fontweight="bold", color=_INK, va="center")
-    ymid = -1.35
+    """The copying-memory model as it computes: one-hot tokens, the mixing E into
+    one channel per block, B′ = 1 feeding channel j to each of block j's sixteen
+    modes, every mode its own recurrence s′ₜ,ᵢ = λᵢ s′ₜ₋₁,ᵢ + uₜ,ⱼ (a ×λᵢ
+    self-loop, |λᵢ| = 1), all modes read out in parallel by the complex C′."""
+    fig, ax = _canvas(11, 5.2, (-0.3, 11.3), (-5.3, 0.9))
+    ax.text(-0.2, 0.62, f"paper_lds: {blocks} blocks × {modes} modes in parallel, "
+            "3380 trained parameters", fontsize=10, fontweight="bold", color=_INK, va="center")
+    ymid = -2.35
     _box(ax, 0.55, ymid, 1.0, 2.4, f"xₜ\none-hot\n{tokens} tokens", ec=_INK, fc=_GREY_FILL, fontsize=8.5)
-    _box(ax, 2.25, ymid, 1.2, 2.4, f"E\n{tokens}×{tokens}\nmixing\n(100)", ec=_ORANGE, fc=_ORANGE_FILL,
+    _box(ax, 2.05, ymid, 1.1, 2.4, f"E\n{tokens}×{tokens}\nmixing\n(100)", ec=_ORANGE, fc=_ORANGE_FILL,
          fontsize=8.5)
-    _arrow(ax, (1.05, ymid), (1.65, ymid))
-    shown = [0, 1, 2, blocks - 1]
-    ys = np.linspace(0.05, -2.75, len(shown) + 1)
-    ys = list(ys[:3]) + [ys[-1]]
-    for j, yb in zip(shown, ys):
-        ax.text(3.2, yb + 0.22, "u" + str(j + 1).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")),
-                fontsize=8, va="center")
-        _arrow(ax, (2.85, ymid), (3.45, yb), color=_GREY, lw=0.7)
-        # one block: 8 conjugate pairs on the unit circle
-        for i in range(modes // 2):
-            x = 3.75 + 0.42 * i
-            ax.add_patch(Rectangle((x - 0.17, yb - 0.2), 0.34, 0.4, fc=_GREEN_FILL, ec=_GREEN, lw=0.8))
-            theta = 2 * math.pi * ((0.37 * (i + 1) * (j + 3)) % 1)
-            ax.plot([x, x + 0.14 * math.cos(theta)], [yb, yb + 0.14 * math.sin(theta)],
-                    color=_GREEN, lw=0.9)
-        ax.text(3.75 + 0.42 * (modes // 2) - 0.05, yb, f"+ conjugates: block {j + 1}", fontsize=7.5, va="center", color=_GREEN)
-        _arrow(ax, (8.55, yb), (9.05, ymid), color=_GREY, lw=0.7)
-    ax.text(5.3, (ys[2] + ys[3]) / 2, "⋮", fontsize=14, ha="center", va="center")
+    _arrow(ax, (1.05, ymid), (1.5, ymid))
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    shown = [0, 1, blocks - 1]
+    tops = [0.0, -1.6, -3.45]
+    shown_modes = [0, 1, modes - 1]
+    x_u, x_mode = 3.15, 5.6
+    for j, top in zip(shown, tops):
+        name = "u" + str(j + 1).translate(sub)
+        ys = [top - 0.15, top - 0.6, top - 1.15]
+        yu = (ys[0] + ys[-1]) / 2
+        ax.add_patch(Rectangle((x_mode - 0.35, ys[-1] - 0.25), 1.45, ys[0] - ys[-1] + 0.5,
+                               fc="none", ec=_GREEN, lw=0.6, ls="--"))
+        ax.text(x_mode - 0.4, ys[0] + 0.02, f"block {j + 1}\n{modes} modes", fontsize=7,
+                color=_GREEN, ha="right", va="center")
+        ax.text(x_u, yu, name, fontsize=9, ha="center", va="center", color=_INK,
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec=_ORANGE, lw=0.8))
+        _arrow(ax, (2.6, ymid), (x_u - 0.22, yu), color=_GREY, lw=0.7)
+        for i, y in zip(shown_modes, ys):
+            if i == modes - 1:
+                ax.text(x_mode, (ys[1] + y) / 2 + 0.02, "⋮", fontsize=9, ha="center", va="center")
+            idx = j * modes + i + 1
+            _arrow(ax, (x_u + 0.25, yu), (x_mode - 0.2, y), color=_GREY, lw=0.7)
+            ax.add_patch(Circle((x_mode, y), 0.17, fc=_GREEN_FILL, ec=_GREEN, lw=0.9, zorder=2))
+            ax.text(x_mode, y, f"s′{str(idx).translate(sub)}", fontsize=6.5, ha="center",
+                    va="center", zorder=3)
+            ax.annotate("", xy=(x_mode + 0.12, y + 0.12), xytext=(x_mode + 0.12, y - 0.12),
+                        arrowprops=dict(arrowstyle="-|>", color=_GREEN, lw=1.0, mutation_scale=8,
+                                        shrinkA=0, shrinkB=0, connectionstyle="arc3,rad=1.4"))
+            ax.text(x_mode + 0.45, y, f"×λ{str(idx).translate(sub)}", fontsize=7.5,
+                    color=_GREEN, va="center")
+            _arrow(ax, (x_mode + 1.12, y), (9.05, ymid), color=_GREY, lw=0.6)
+    ax.text(x_mode, -3.24, "⋮", fontsize=14, ha="center", va="center")
+    ax.text(x_u, -3.0, "⋮", fontsize=14, ha="center", va="center")
+    ax.text(4.1, 0.2, "B′ = 1: uⱼ feeds every mode of block j", fontsize=7.5, color=_INK, ha="center")
     _box(ax, 9.55, ymid, 0.95, 2.4, f"C′\n{blocks * modes}×{tokens}\ncomplex\n(3200)", ec=_BLUE,
          fc=_BLUE_FILL, fontsize=8.5)
-    _box(ax, 10.75, ymid, 0.8, 1.2, f"{tokens}\nlogits", ec=_INK, fc="white", fontsize=8.5)
+    _box(ax, 10.75, ymid, 0.8, 1.2, f"Re\n{tokens}\nlogits", ec=_INK, fc="white", fontsize=8.5)
     _arrow(ax, (10.03, ymid), (10.35, ymid))
-    ax.text(3.4, -3.3, f"|λ| = 1 exactly (θ only: {blocks}×{modes // 2} = {blocks * modes // 2}); "
-            "B′ = 1: every mode is driven by its block's input uⱼ", fontsize=8.5, color=_GREEN)
+    ax.text(-0.2, -5.15, "each mode on its own: s′ₜ,ᵢ = λᵢ s′ₜ₋₁,ᵢ + uₜ,ⱼ for the modes i of block j; "
+            f"|λᵢ| = 1 exactly, {blocks * modes // 2} conjugate pairs, one angle θ each "
+            f"({blocks * modes // 2} parameters)", fontsize=8.5, color=_GREEN)
     return fig
 
 
