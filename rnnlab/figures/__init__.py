@@ -36,6 +36,10 @@ from . import lds_copy  # the copying-memory timeline and the delay-line phasors
 from . import performance  # the roofline of book/lds/05_speed, the Performance page
 from . import rank_memory  # rho against rank and sparsity, and the horizon, of book/lowrank/05_rank_and_memory
 from . import lds_modal_stack  # one mode through two layers of book/lds/03_modal_stack, as arrows
+from . import lr03_page  # read-stretch-write of book/lowrank/03_spectra
+from . import mem03_page  # the lags of reversal of book/memory/03_initialisation
+from . import scans01_page  # the chunked scan's three phases of book/scans/01_associative_scan
+from . import lr06_page  # the tube of book/lowrank/06_closed_loop
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
@@ -43,6 +47,7 @@ FIGURES = {
     "affine_steps": (scans.affine_steps, "book/scans/figures/affine_steps.svg"),
     "scan_tree": (scans.scan_tree, "book/scans/figures/scan_tree.svg"),
     "backward_scan": (scans.backward_scan, "book/scans/figures/backward_scan.svg"),
+    "scans01_chunked_phases": (scans01_page.chunked_phases, "book/scans/figures/chunked_phases.svg"),
     "kernel_layout": (scans.kernel_layout, "book/lds/figures/kernel_layout.svg"),
     "slope_box": (contraction.slope_box, "book/contraction/figures/slope_box.svg"),
     "theorem7_ellipses": (contraction.theorem7_ellipses, "book/contraction/figures/theorem7_ellipses.svg"),
@@ -63,6 +68,7 @@ FIGURES = {
     "lowrank_lstm_gru": (lowrank_cells.lstm_gru_cells, "book/lowrank/figures/lstm_gru_cells.svg"),
     "lowrank_gru_backward": (lowrank_cells.gru_backward, "book/lowrank/figures/gru_backward.svg"),
     "lowrank_eigenvalues": (lowrank.eigenvalue_clouds, "book/lowrank/figures/eigenvalue_clouds.svg"),
+    "lr03_read_stretch_write": (lr03_page.read_stretch_write, "book/lowrank/figures/read_stretch_write.svg"),
     "lowrank_pipeline": (lowrank.imitation_pipeline, "book/lowrank/figures/imitation_pipeline.svg"),
     "lowrank_rank_horizon": (rank_memory.rank_radius_horizon, "book/lowrank/figures/rank_radius_horizon.svg"),
     "lds_companion_modal": (lds_figures.companion_modal, "book/lds/figures/companion_modal.svg"),
@@ -85,6 +91,8 @@ FIGURES = {
     "memory_deque_columns": (memory.deque_columns, "book/memory/figures/deque_columns.svg"),
     "memory_read_intervals": (memory.read_intervals, "book/memory/figures/read_intervals.svg"),
     "memory_step_graph": (memory.step_graph, "book/memory/figures/step_graph.svg"),
+    "mem03_reversal_lags": (mem03_page.reversal_lags, "book/memory/figures/reversal_lags.svg"),
+    "lr06_tube": (lr06_page.compounding_tube, "book/lowrank/figures/compounding_tube.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

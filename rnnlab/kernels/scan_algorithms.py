@@ -281,7 +281,7 @@ def chunked_scan(a, b, chunks, *, carry="hillis_steele", record=False):
     # 1. reduce: total_c = x[start] ∘ x[start + 1] ∘ ... ∘ x[stop - 1]
     m.step("reduce: load", copies=[(starts[c], tot[c]) for c in range(chunks)])
     for j in range(1, length):
-        m.step(f"reduce, element {j}",
+        m.step(f"reduce, element {j + 1}",  # elements of a chunk counted from 1
                [(tot[c], starts[c] + j, tot[c]) for c in range(chunks) if starts[c] + j < stops[c]])
     # 2. exclusive scan of the totals: carry_c = total_0 ∘ ... ∘ total_{c-1}
     if carry == "sequential":
@@ -295,9 +295,9 @@ def chunked_scan(a, b, chunks, *, carry="hillis_steele", record=False):
     m.step("carry: shift", copies=[(tot[c - 1], tot[c]) for c in range(1, chunks)])
     m.set_identity("carry: first chunk", [tot[0]])
     # 3. rescan: x[start] <- carry_c ∘ x[start], then the loop over the chunk
-    m.step("rescan, element 0", [(tot[c], starts[c], starts[c]) for c in range(1, chunks)])
+    m.step("rescan, element 1", [(tot[c], starts[c], starts[c]) for c in range(1, chunks)])
     for j in range(1, length):
-        m.step(f"rescan, element {j}",
+        m.step(f"rescan, element {j + 1}",
                [(starts[c] + j - 1, starts[c] + j, starts[c] + j) for c in range(chunks) if starts[c] + j < stops[c]])
     return m.result(n)
 

@@ -75,7 +75,8 @@ def scan_figure(algorithm="hillis_steele", n=8, step=None, *, figsize=None):
     or with a total saved earlier. Steps already done are blue, the current one
     orange, later ones grey. Bottom: after the current step, the range of
     inputs each slot holds the composition of (bars) against the inclusive
-    prefix ``x_0 ∘ ... ∘ x_i`` it must end with (dashed outlines); "id" marks
+    prefix ``x_1 ∘ ... ∘ x_t`` of slot ``t`` it must end with (slots and inputs
+    are numbered from 1, as on the page) (dashed outlines); "id" marks
     the identity.
     """
     steps = scan_steps(algorithm, n)
@@ -126,7 +127,7 @@ def scan_figure(algorithm="hillis_steele", n=8, step=None, *, figsize=None):
     ax.set_xlim(-0.6, xs[-1] + 0.6)
     ax.set_ylim(-last - 0.5, 0.6)
     ax.set_xticks(xs)
-    ax.set_xticklabels([str(i) if i < n else f"c{i - n}" for i in range(slots)], fontsize=8)
+    ax.set_xticklabels([str(i + 1) if i < n else f"c{i - n + 1}" for i in range(slots)], fontsize=8)
     ax.xaxis.tick_top()
     ax.set_yticks([])
     for side in ("left", "right", "bottom", "top"):
@@ -155,9 +156,9 @@ def scan_figure(algorithm="hillis_steele", n=8, step=None, *, figsize=None):
     cov.set_xlim(-0.6, xs[-1] + 0.6)
     cov.set_ylim(n - 0.5, -0.5)
     cov.set_xticks(xs)
-    cov.set_xticklabels([str(i) if i < n else f"c{i - n}" for i in range(slots)], fontsize=8)
+    cov.set_xticklabels([str(i + 1) if i < n else f"c{i - n + 1}" for i in range(slots)], fontsize=8)
     cov.set_yticks(range(n))
-    cov.set_yticklabels([str(j) for j in range(n)], fontsize=7 if n <= 8 else 6)
+    cov.set_yticklabels([str(j + 1) for j in range(n)], fontsize=7 if n <= 8 else 6)
     cov.set_ylabel("inputs held", fontsize=8)
     cov.set_xlabel("slot (green: holds its inclusive prefix; dashed: the prefix it needs)", fontsize=8)
     return fig
