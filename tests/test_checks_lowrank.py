@@ -8,7 +8,8 @@ from rnnlab.checks import evaluate, exercises
 LABELS = ["ex-lr-equal-cost", "ex-lr-lstm-step", "ex-lr-cfc-step", "ex-lr-mask-reach", "ex-lr-knob-sweep",
           "ex-lr-gru-weight-grad", "ex-lr-mask-energy", "ex-lr-trace-size", "ex-lr-decode-noise", "ex-lr-mask-rank",
           "ex-lr-init-budget", "ex-lr-lowrank-radius", "ex-lr-radius-range", "ex-lr-rescaled-rnn",
-          "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-loop-sign", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim"]
+          "ex-lr-gru-jacobian", "ex-lr-cfc-jacobian", "ex-lr-linear-horizon", "ex-lr-loops", "ex-lr-mixing", "ex-lr-loop-sign", "ex-lr-velocity", "ex-lr-lqr", "ex-lr-effective-dim",
+          "ex-lr-second-round", "ex-lr-gru-torch-count", "ex-lr-orthonormal-product", "ex-lr-paired-se"]
 
 
 def test_the_chapter_declares_exactly_its_exercises():

@@ -15,7 +15,7 @@ from rnnlab.kernels import scan_algorithms as sa
 
 LABELS = ["ex-scans-counts", "ex-scans-segmented", "ex-scans-backward", "ex-scans-flip",
           "ex-scans-shared", "ex-scans-matrix-backward",
-          "ex-scans-chunked-torch"]
+          "ex-scans-chunked-torch", "ex-scans-layer", "ex-scans-swap"]
 # ex-scans-chunks moved with the CUDA kernels to book/lds/05_speed (rnnlab/checks/lds.py); its wrong
 # answers are still tested below.
 

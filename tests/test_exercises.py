@@ -233,6 +233,7 @@ def test_unclosed_gated_solution_is_an_error():
 
 import itertools  # noqa: E402
 import math  # noqa: E402
+import statistics  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.linalg  # noqa: E402
@@ -509,6 +510,20 @@ def _scan_loop(a, b, h0=None, reverse=False):
         h = (a if a.dim() == 1 else a[:, t]) * h + b[:, t]
         out[t] = h
     return torch.stack(out, 1)
+
+
+def _swapped_scan(a, b):
+    """Hillis-Steele with swapped operands, written as what it computes: in step d, slot t
+    (0-based, t >= 2^(d-1)) gets the pair (x_t then x_s) reversed, x_t ∘ x_s, s = t - 2^(d-1)."""
+    pairs = [list(zip(a[:, t], b[:, t])) for t in range(a.shape[1])]   # per slot, per batch
+    offset = 1
+    while offset < len(pairs):
+        pairs = [pairs[t] if t < offset else
+                 [(at * as_, as_ * bt + bs) for (at, bt), (as_, bs) in zip(pairs[t], pairs[t - offset])]
+                 for t in range(len(pairs))]
+        offset *= 2
+    return (torch.stack([torch.stack([p[0] for p in col]) for col in pairs], 1),
+            torch.stack([torch.stack([p[1] for p in col]) for col in pairs], 1))
 
 
 def _running_pair(a, b, p):
@@ -985,7 +1000,38 @@ def _linked_symbols(d, u, n):
     return out
 
 
+def _two_state_distances(W, P, xa, xb, u, dt, steps):
+    X, w, out = np.array([xa, xb], dtype=float), np.diag(np.asarray(P, dtype=float)), []
+    assert np.allclose(np.diag(w), P)                      # the page's metrics are diagonal
+    for k in range(steps + 1):
+        out.append(np.sqrt(np.sum(w * (X[0] - X[1]) ** 2)))
+        X = X + dt * (-X + np.clip(X, 0, None) @ np.asarray(W, dtype=float).T + u(k * dt))
+    return np.array(out)
+
+
+
+def _two_roots_cosh(c):
+    """The t with c t > 2 cosh t (equal holds that make the kicked loop grow), or None."""
+    from scipy.optimize import brentq
+
+    t_min = brentq(lambda t: t * np.tanh(t) - 1, 0.5, 2.0, xtol=1e-14)
+    f = lambda t: c * t - 2 * np.cosh(t)
+    if f(t_min) <= 0:
+        return None
+    return (brentq(f, 1e-12, t_min, xtol=1e-14), brentq(f, t_min, 60.0, xtol=1e-14))
+
 INDEPENDENT = {
+    # torch's own GRU: three gates, input and recurrent matrices, two biases each
+    "ex-lr-gru-torch-count": lambda n_in, n_hidden: sum(
+        p.numel() for p in torch.nn.GRU(n_in, n_hidden).parameters()),
+    # singular values as square roots of the eigenvalues of (W1 W2)^T (W1 W2), largest r
+    "ex-lr-orthonormal-product": lambda W1, W2: np.sqrt(np.clip(np.sort(np.linalg.eigvalsh(
+        (np.asarray(W1) @ np.asarray(W2)).T @ (np.asarray(W1) @ np.asarray(W2))))[::-1], 0, None))[
+        : np.asarray(W1).shape[1]],
+    # mean and standard error of the paired differences, by the statistics module
+    "ex-lr-paired-se": lambda a, b, m: np.array([
+        statistics.mean([(x - y) / m for x, y in zip(a, b)]),
+        statistics.stdev([(x - y) / m for x, y in zip(a, b)]) / len(a) ** 0.5]),
     "ex-lr-knob-sweep": _banded_mask_by_loops,
     "ex-lr-decode-noise": _ls_error_by_trace,
     "ex-lr-init-budget": _budget,
@@ -999,6 +1045,9 @@ INDEPENDENT = {
     "ex-scans-matrix-backward": _matrix_backward,
     "ex-scans-backward": _scan_backward_by_formula,
     "ex-scans-chunked-torch": _running_pair,
+    "ex-scans-layer": lambda x, a, W, starts: _scan_loop(
+        torch.where(starts.unsqueeze(-1), torch.zeros_like(a), a).expand(*starts.shape, -1), x @ W),
+    "ex-scans-swap": _swapped_scan,
     "ex-lr-gru-jacobian": _gru_step_jacobian,
     "ex-lr-equal-cost": lambda n, r: (n * n - 2 * n * r) / (n * n),  # (1 - s) n^2 = 2nr
     "ex-lr-lstm-step": _lstm_cell_step,
@@ -1050,6 +1099,9 @@ INDEPENDENT = {
         g * (np.abs(W) - np.diag(np.diag(np.abs(W))) + np.diag(np.maximum(np.diag(W), 0))) - np.eye(len(W))
     ).real.max()),
     "ex-ctr-flowchart": _flowchart_leaf_2x2,
+    # both states advanced at once as the rows of one array, the distance by a weighted sum
+    "ex-ctr-thm1-sim": lambda W, P, xa, xb, u, dt=0.01, steps=2000: _two_state_distances(
+        W, P, xa, xb, u, dt, steps),
     "ex-ctr-params": _combo_params,
     "ex-ctr-skew-euler": _skew_euler,
     # bisection on alpha for the all-off step's norm, ||(1 - alpha) I + alpha L_M||_2 < 1
@@ -1059,6 +1111,11 @@ INDEPENDENT = {
     "ex-ctr-find-m": _find_m,
     "ex-ctr-diag": _diag_interval,
     "ex-ctr-identity": _identity_threshold,
+    # rho(Phi) = e^{-2t} |mu|, mu + 1/mu = tr Q = 2 - c^2 t^2 (det Q = 1), in closed form
+    "ex-ctr-kicked-loop": lambda c, t: float(np.exp(-2 * t) * (1.0 if abs(2 - (c * t) ** 2) <= 2 else (
+        abs(2 - (c * t) ** 2) + np.sqrt((2 - (c * t) ** 2) ** 2 - 4)) / 2)),
+    # the loop grows iff c t > 2 cosh t: the two roots on each side of t tanh t = 1, by brentq
+    "ex-ctr-break-it": lambda c: _two_roots_cosh(c),
     # every corner's symmetric part, its top eigenvalue in closed form (_top_sym_eig)
     "ex-ctr-corner-growth": lambda W: {d: _top_sym_eig(-np.eye(len(W)) + np.asarray(W, float) * np.array(d))
                                        for d in itertools.product((0, 1), repeat=len(W))},
@@ -1068,6 +1125,10 @@ INDEPENDENT = {
     "ex-lr-velocity": _velocity,
     "ex-lr-lqr": _lqr,
     "ex-lr-effective-dim": _effective_dim,
+    # one episode at a time: its observations and its halved expert labels, appended in a loop
+    "ex-lr-second-round": lambda obs, act, runs: (
+        np.array(list(obs) + [[s[:2] for s in r[0]] for r in runs], dtype=np.float32),
+        np.array(list(act) + [[[u / 2.0] for u in r[2]] for r in runs], dtype=np.float32)),
     "ex-lr-lowrank-radius": lambda W1, W2: _radius(_t(W1), _t(W2)),
     "ex-lds-delay": _delay,
     # the causal convolution by NumPy's direct np.convolve, cut to the sequence's length
@@ -1096,10 +1157,15 @@ INDEPENDENT = {
 
 # Cases worked by hand only: {label: {case index: value}}.
 BY_HAND = {
+    # |W_a| = |W_b| has rho 1.3: magnitudes fails; neither is triangular; W_a^T W_a = 0.89 I, so
+    # ||W_a||_2 < 1 (P = I); flipping row and column 2 turns W_b into |W_b|: every scaled norm >= 1.3
+    "ex-ctr-sign-grid": {0: (False, False, True), 1: (False, False, False)},
     # ages at pop 1, 3 and 5, every row of strength 1: mean age 3
     "ex-mem-lifetime": {0: 3.0},
     # delta = 1 - 0.5; ||N|| = 4 eps; the largest eps with 4 eps <= delta / 2
     "ex-ctr-thm4": {0: 0.0625},
+    # the chain in its Perron metric: sqrt(0.9); p = 1: ||W_chain||_2; the loop at p2/p1 = 30: sqrt(0.3)
+    "ex-ctr-lmi-numpy": {0: 0.9 ** 0.5, 2: 0.3 ** 0.5},
     # W = L = 0: x' = (1 - alpha) x, norm 1 - alpha; W = 0.5 I: 1 - alpha + alpha ||W|| = 0.9
     "ex-ctr-euler-bound": {0: 0.9, 1: 0.9},
     # one unit per module, metric weights 1 and w: diag(1, w) contracts at lam iff

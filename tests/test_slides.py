@@ -196,7 +196,7 @@ def test_a_page_change_shows_up_in_the_deck(tmp_path):
     shutil.copytree(ROOT / "book", root / "book", ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
     page = root / "book" / "scans" / "01_associative_scan.ipynb"
     nb = json.loads(page.read_text(encoding="utf8"))
-    old_idea = "The operator is associative, not commutative"
+    old_idea = "is associative, not commutative: rebracket"
     old_eq = "h_t = a_t\\, h_{t-1} + b_t, \\qquad t = 1, \\dots, T"
     new_idea = "Prefix scans are everywhere, said a page edited by a test"
     new_eq = "h_t = a_t\\, h_{t-1} + b_t + 0, \\qquad t = 1, \\dots, T"

@@ -138,6 +138,112 @@ exercise(
 )
 
 
+def _scaled_norm(W, p):
+    """||P^1/2 W P^-1/2||_2 for P = diag(p), by the package's Theorem 5 helper."""
+    from ..theory.theorems import _scaled_norm as scaled
+
+    return _tidy(scaled(np.asarray(W, dtype=float), np.asarray(p, dtype=float)))
+
+
+_CHAIN = np.array([[0.0, 0.3, 0.0], [2.0, 0.0, 0.1], [0.0, -3.0, 0.0]])
+
+exercise(
+    "ex-ctr-lmi-numpy",
+    answers=("rnnlab.theory.theorems:_scaled_norm",),
+    notebook=_BOOK + "03_diagonal_metrics",
+    name="scaled_norm",
+    signature="scaled_norm(W, p)",
+    reference=_scaled_norm,
+    difficulty=2,
+    cases=lambda: [
+        Case((_CHAIN, np.array([1.0, 0.15, 0.005])),
+             show="the chain W_chain, p = (1, 0.15, 0.005) (its Perron metric)"),
+        Case((_CHAIN, np.ones(3)), show="the chain W_chain, p = (1, 1, 1): its plain norm"),
+        Case((np.array([[0.0, 3.0], [0.1, 0.0]]), np.array([1.0, 30.0])),
+             show="the loop W = [[0, 3], [0.1, 0]], p = (1, 30)"),
+    ],
+    hint="P^1/2 W P^-1/2 has the entries sqrt(p_i) W_ij / sqrt(p_j); return its spectral norm "
+         "(np.linalg.norm(..., 2)).",
+)
+
+
+_SIGN_GRID = {"W_a": ((0.5, 0.8), (-0.8, 0.5)), "W_b": ((0.5, -0.8), (-0.8, 0.5))}
+
+
+def _sign_grid(name):
+    """(feed-forward, magnitudes, small gain after rescaling) for W_a or W_b of the page, g = 1."""
+    import rnnlab.theory as th
+
+    W = np.array(_SIGN_GRID[name])
+    return (bool(th.certify_theorem4(W).holds),
+            bool(th.certify_theorem1(W).holds),
+            bool(th.certify_theorem5(W, optimize_rate=False).holds))
+
+
+exercise(
+    "ex-ctr-sign-grid",
+    notebook=_BOOK + "03_diagonal_metrics",
+    name="verdicts",
+    signature="verdicts(name)",
+    reference=_sign_grid,
+    difficulty=1,
+    cases=lambda: [
+        Case(("W_a",), show='name = "W_a", W_a = [[0.5, 0.8], [-0.8, 0.5]]'),
+        Case(("W_b",), show='name = "W_b", W_b = [[0.5, -0.8], [-0.8, 0.5]]'),
+    ],
+    hint="both have the same |W|; is either triangular? Then count the negative entries on the "
+         "row-column cycle through all four entries.",
+    hints=("an even cycle: flipping row 2 and column 2 turns the matrix into |W|, whose scaled "
+           "norms are at least rho(|W|). An odd one: try P = I first.",),
+)
+
+
+def _metric_distances(W, P, xa, xb, u, dt=0.01, steps=2000):
+    """The distance in the metric P between two ReLU-network states after each of ``steps`` Euler
+    steps of x' = -x + W relu(x) + u(t), the start included: ``steps + 1`` values."""
+    W, P = np.asarray(W, dtype=float), np.asarray(P, dtype=float)
+    xa, xb = np.array(xa, dtype=float), np.array(xb, dtype=float)
+    out = []
+    for k in range(steps + 1):
+        d = xa - xb
+        out.append(np.sqrt(d @ P @ d))
+        u_k = np.asarray(u(k * dt), dtype=float)
+        xa = xa + dt * (-xa + W @ np.maximum(xa, 0) + u_k)
+        xb = xb + dt * (-xb + W @ np.maximum(xb, 0) + u_k)
+    return np.array(out)
+
+
+def _drive(n, seed):
+    import rnnlab.theory as th
+
+    return th.piecewise_input(n, T=20.0, seed=seed)
+
+
+exercise(
+    "ex-ctr-thm1-sim",
+    notebook=_BOOK + "03_diagonal_metrics",
+    name="metric_distances",
+    signature="metric_distances(W, P, xa, xb, u, dt=0.01, steps=2000)",
+    reference=_metric_distances,
+    difficulty=2,
+    cases=lambda: [
+        Case((np.array([[0.0, 0.3], [2.0, 0.0]]), np.eye(2), [2.0, -1.0], [-1.0, 3.0],
+              _drive(2, 0)), {"steps": 200},
+             show="the page's W = [[0, 0.3], [2, 0]], P = I, from (2, -1) and (-1, 3), "
+                  "u = drive(2), 200 steps"),
+        Case((np.array([[0.0, 0.3], [2.0, 0.0]]), np.diag([1.0, 0.2]), [2.0, -1.0],
+              [-1.0, 3.0], _drive(2, 0)), {"steps": 200},
+             show="the same with P = diag(1, 0.2)"),
+        Case((np.array([[0.5, 0.0], [4.0, 0.5]]), np.diag([1.0, 0.01]), [1.0, 1.0],
+              [0.0, -1.0], lambda t: np.zeros(2)), {"dt": 0.05, "steps": 40},
+             show="W = [[0.5, 0], [4, 0.5]], P = diag(1, 0.01), no input, dt = 0.05, 40 steps"),
+    ],
+    hint="one Euler step is x <- x + dt (-x + W max(x, 0) + u(k dt)), the same input for both "
+         "states; record sqrt(d^T P d) with d = xa - xb before each step and once after the last.",
+    rtol=1e-8,
+)
+
+
 def _flowchart_leaf(W, g=1.0):
     from .. figures.contraction_lessons import flowchart_route
 
@@ -202,6 +308,83 @@ exercise(
     ],
     hint="D = diag(d) scales column j of W by d_j; the symmetric part of J is (J + J^T) / 2, "
          "and np.linalg.eigvalsh gives its eigenvalues.",
+)
+
+
+def _period_radius(c, t):
+    """rho(Phi) for the kicked loop of the ReLU rotation: Phi = e^{A2 t} e^{A1 t}, A_k = -I + W D_k,
+    D1 = diag(1, 0), D2 = diag(0, 1), from scipy's matrix exponential."""
+    import scipy.linalg
+
+    W = _rotation(c)
+    A1 = -np.eye(2) + W * np.array([1.0, 0.0])[None, :]
+    A2 = -np.eye(2) + W * np.array([0.0, 1.0])[None, :]
+    Phi = scipy.linalg.expm(t * A2) @ scipy.linalg.expm(t * A1)
+    return _tidy(np.abs(np.linalg.eigvals(Phi)).max())
+
+
+exercise(
+    "ex-ctr-kicked-loop",
+    notebook=_BOOK + "05_counterexamples",
+    name="period_radius",
+    signature="period_radius(c, t)",
+    reference=_period_radius,
+    difficulty=2,
+    cases=lambda: [
+        Case((4.0, 1.0), show="c = 4, t = 1 (the page's kicked loop)"),
+        Case((2.5, 1.0), show="c = 2.5, t = 1"),
+        Case((3.0, 1.2), show="c = 3, t = 1.2 (just below the two-phase threshold)"),
+        Case((1.0, 1.0), show="c = 1, t = 1 (|tr Q| <= 2)"),
+        Case((4.0, 0.3), show="c = 4, t = 0.3"),
+    ],
+    hint="Phi = e^{-2t} Q with Q = (I + t W D2)(I + t W D1); Q has determinant 1, so its "
+         "eigenvalues are fixed by its trace.",
+    hints=("tr Q = 2 - c^2 t^2. If |tr Q| <= 2 both eigenvalues of Q have modulus 1; otherwise the "
+           "larger has modulus (|tr Q| + sqrt(tr Q^2 - 4)) / 2.",),
+    rtol=1e-8,
+)
+
+
+def _growing_holds(c):
+    """The equal holds t for which the kicked loop grows (rho(Phi) > 1), from _period_radius
+    (scipy's matrix exponential): scan t, then locate the ends of the run with brentq."""
+    import scipy.optimize
+
+    def log_rho(t):
+        return math.log(_period_radius(c, t))
+
+    grid = np.linspace(1e-3, 20.0, 4001)
+    up = np.array([log_rho(t) > 0 for t in grid])
+    if not up.any():
+        return None
+    i, j = np.flatnonzero(up)[[0, -1]]
+    if not up[i:j + 1].all() or i == 0 or j == len(grid) - 1:
+        raise ValueError("the growing holds do not form one interval inside the grid")
+    kw = dict(xtol=1e-14, rtol=1e-13)
+    return (_tidy(scipy.optimize.brentq(log_rho, grid[i - 1], grid[i], **kw)),
+            _tidy(scipy.optimize.brentq(log_rho, grid[j], grid[j + 1], **kw)))
+
+
+exercise(
+    "ex-ctr-break-it",
+    notebook=_BOOK + "05_counterexamples",
+    name="growing_holds",
+    signature="growing_holds(c)",
+    reference=_growing_holds,
+    difficulty=2,
+    cases=lambda: [
+        Case((3.5,), show="c = 3.5"),
+        Case((4.0,), show="c = 4 (the page's kicked loop)"),
+        Case((2.9,), show="c = 2.9 (no equal holds grow)"),
+        Case((3.05,), show="c = 3.05, just above the two-phase threshold"),
+        Case((8.0,), show="c = 8"),
+    ],
+    hint="with equal holds t, rho(Phi) > 1 exactly when c t > 2 cosh t (the fold 'Why two-phase "
+         "loops need c > 3.02'); the holds that grow lie between the two roots of c t = 2 cosh t.",
+    hints=("2 cosh t / t is smallest where t tanh t = 1; if c is not above that minimum return "
+           "None, else find one root on each side of it with scipy.optimize.brentq.",),
+    rtol=1e-7,
+    atol=1e-9,
 )
 
 
@@ -614,6 +797,17 @@ def _theorem1_scratch_hidden(rng):
     return [Case((rng.normal(size=(2, 2)),)), Case((rng.normal(size=(3, 3)), float(rng.uniform(0.2, 1.0))))]
 
 
+# ex-ctr-sign-grid has no hidden cases: it asks for the verdicts on the two matrices of the page.
+
+
+@hidden("ex-ctr-thm1-sim")
+def _thm1_sim_hidden(rng):
+    W, p = rng.normal(size=(2, 2)), rng.uniform(0.1, 2.0, 2)
+    x0 = rng.normal(size=(2, 2))
+    return [Case((W, np.diag(p), x0[0], x0[1], _drive(2, int(rng.integers(1, 100)))),
+                 {"steps": 150})]
+
+
 @hidden("ex-ctr-corner-growth")
 def _corner_growth_hidden(rng):
     return [Case((rng.normal(size=(2, 2)) * 3,)), Case((rng.normal(size=(3, 3)) * 2,))]
@@ -629,6 +823,11 @@ def _euler_limit_hidden(rng):
 def _skew_feedback_hidden(rng):
     n = int(rng.integers(2, 6))
     return [Case((rng.normal(size=(n, n)), rng.uniform(0.2, 5.0, n)))]
+
+
+@hidden("ex-ctr-kicked-loop")
+def _period_radius_hidden(rng):
+    return [Case((float(rng.uniform(1.0, 5.0)), float(rng.uniform(0.2, 2.0)))) for _ in range(2)]
 
 
 @hidden("ex-ctr-identity")

@@ -750,6 +750,48 @@ exercise(
          "of component i is s_i²: return the sum of the k largest s² over the sum of all.")
 
 
+def _aggregate_reference(obs, act, runs):
+    import numpy as np
+
+    new_obs = np.stack([np.asarray(states)[:, :2] for states, _, _, _ in runs])
+    new_act = np.stack([np.asarray(labels) for _, _, labels, _ in runs])[..., None] / 2.0
+    return (np.concatenate([obs, new_obs]).astype(np.float32),
+            np.concatenate([act, new_act]).astype(np.float32))
+
+
+def _aggregate_cases():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+
+    def run(steps, seed):  # a closed_loop result: states, torques, expert labels, return
+        g = np.random.default_rng(seed)
+        angle = g.uniform(-np.pi, np.pi, steps)
+        states = np.stack([np.cos(angle), np.sin(angle), g.normal(size=steps)], axis=1)
+        return states, g.uniform(-2, 2, steps), g.uniform(-2, 2, steps), float(g.normal())
+
+    obs = rng.normal(size=(2, 4, 2)).astype(np.float32)
+    act = rng.uniform(-1, 1, size=(2, 4, 1)).astype(np.float32)
+    full = (np.array([[1.0, 0.0, 0.5], [0.0, 1.0, -3.0], [-1.0, 0.0, 2.0]]), np.zeros(3),
+            np.array([2.0, -2.0, 1.0]), -10.0)
+    return [
+        Case((obs[:1, :3], act[:1, :3], [full]),
+             show="one run; labels 2, -2, 1 scale to 1, -1, 0.5"),
+        Case((obs, act, [run(4, 1)]), show="two episodes, one run of 4 steps"),
+        Case((obs, act, [run(4, 2), run(4, 3), run(4, 4)]), show="three runs added"),
+    ]
+
+
+exercise(
+    "ex-lr-second-round", notebook=NB6, name="aggregate", signature="aggregate(obs, act, runs)",
+    reference=_aggregate_reference, cases=_aggregate_cases, difficulty=2,
+    hint="Each run is (states, torques, labels, return): the policy saw states[:, :2], and the training "
+         "target is the expert's label divided by 2 (not the policy's own torque); append the new "
+         "episodes after the old ones.",
+    hints=("np.stack the runs' observations into (runs, steps, 2) and their labels into (runs, steps, 1), "
+           "then np.concatenate with obs and act along the first axis.",))
+
+
 # ----------------------------------------------------------------- hidden cases (python -m rnnlab grade)
 # Drawn with the teacher's seeded NumPy generator; the same shapes and ranges as the public cases.
 
@@ -875,3 +917,79 @@ def _lqr_hidden(rng):
 def _ed_hidden(rng):
     return [Case((rng.normal(size=(150, 6)) * rng.uniform(0.5, 4.0, 6), int(rng.integers(1, 6)))),
             Case((rng.normal(size=(120, 3)) @ rng.normal(size=(3, 9)), 4))]
+
+
+# ------------------------------------------------------- 07: reproducing the paper
+
+NB7 = "lowrank/07_reproducing"
+
+
+def _gru_torch_count_reference(n_in, n_hidden):
+    return 3 * (n_in * n_hidden + n_hidden * n_hidden + 2 * n_hidden)
+
+
+exercise(
+    "ex-lr-gru-torch-count", notebook=NB7, name="gru_parameter_count",
+    signature="gru_parameter_count(n_in, n_hidden)",
+    reference=_gru_torch_count_reference, difficulty=1,
+    cases=lambda: [Case((256, 64), show="Table 10's size: input 256, hidden 64"),
+                   Case((8, 64), show="input 8, hidden 64"), Case((1, 1), show="one input, one unit"),
+                   Case((17, 6), show="input 17, hidden 6")],
+    hint="Each of the GRU's three gates has an input matrix (n_hidden x n_in), a recurrent matrix "
+         "(n_hidden x n_hidden) and, in PyTorch, two bias vectors of n_hidden each.")
+
+
+def _top_singular_values_reference(W1, W2):
+    import torch
+
+    W1, W2 = torch.as_tensor(W1, dtype=torch.float64), torch.as_tensor(W2, dtype=torch.float64)
+    return torch.linalg.svdvals(W1 @ W2)[: W1.shape[1]]
+
+
+def _orthonormal_columns(n, r, seed):
+    import torch
+
+    q, rr = torch.linalg.qr(_randn(n, r, seed=seed))
+    return q * torch.sign(torch.diagonal(rr))
+
+
+def _top_singular_values_cases():
+    return [
+        Case((_orthonormal_columns(16, 3, 70), _orthonormal_columns(16, 3, 71).T),
+             show="orthonormal factors, n = 16, r = 3"),
+        Case((_orthonormal_columns(64, 8, 72), _orthonormal_columns(64, 8, 73).T),
+             show="orthonormal factors, n = 64, r = 8"),
+        Case((_randn(16, 4, seed=74) / 4, _randn(4, 16, seed=75) / 4), show="Gaussian factors, n = 16, r = 4"),
+    ]
+
+
+exercise(
+    "ex-lr-orthonormal-product", notebook=NB7, name="top_singular_values",
+    signature="top_singular_values(W1, W2)",
+    reference=_top_singular_values_reference, cases=_top_singular_values_cases, difficulty=1,
+    hint="r is W1.shape[1]; the singular values of W1 @ W2 come largest first from an SVD routine; "
+         "keep the first r.")
+
+
+def _paired_difference_reference(a, b, expert_mean):
+    import numpy as np
+
+    d = (np.asarray(a, dtype=float) - np.asarray(b, dtype=float)) / float(expert_mean)
+    return np.array([d.mean(), d.std(ddof=1) / np.sqrt(len(d))])
+
+
+def _paired_difference_cases():
+    return [
+        Case(([3.0, 1.0], [1.0, 1.0], 2.0), show="two episodes, worked by hand: (0.5, 0.5)"),
+        Case(([7600.0, 7500.0, 100.0, 7400.0], [7500.0, -100.0, 7300.0, 7450.0], 5000.0),
+             show="four episodes, stalls on different seeds"),
+        Case(([1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 2.0, 3.0, 4.0, 5.0], 3.0), show="identical policies: (0, 0)"),
+    ]
+
+
+exercise(
+    "ex-lr-paired-se", notebook=NB7, name="paired_difference",
+    signature="paired_difference(a, b, expert_mean)",
+    reference=_paired_difference_reference, cases=_paired_difference_cases, difficulty=2,
+    hint="Divide each episode's difference a_i - b_i by the expert's mean; return the mean of those "
+         "differences and their sample standard deviation (ddof=1) over sqrt(m), as a pair.")

@@ -40,7 +40,7 @@ exercise(
                    for n in ns],
     hint="count the combines of each step by hand for a small n that is not a power of two, "
          "and compare with the powers of two on either side of it.",
-    hints=("Hillis-Steele: the step with offset 2^d updates the slots 2^d .. n - 1, and the "
+    hints=("Hillis-Steele: step d has offset 2^(d-1) and updates the slots t > 2^(d-1), and the "
          "last offset may be well below n when n is not a power of two. Blelloch: count one "
          "up-sweep and one down-sweep level for n = 2^k first; other lengths are padded with "
          "identities to the next power of two before the sweeps.",),
@@ -119,6 +119,81 @@ exercise(
     hint="reshape (B, T, C) to (B, p, L, C) so that chunk c is row c; then every loop runs "
          "over the L steps of a chunk for all chunks at once. The carry of chunk c composes "
          "the totals of chunks 0 .. c - 1 (the identity for chunk 0).",
+)
+
+
+def _reset_layer_reference(x, a, W, starts):
+    """The states of ``h_t = a_t * h_{t-1} + x_t W`` from ``h_0 = 0``, with ``a_t = a`` and
+    ``a_t = 0`` where ``starts`` is True, by the package's loop."""
+    from rnnlab import linear_scan_ref
+
+    b = x @ W
+    a_t = a * (~starts).to(b.dtype).unsqueeze(-1)
+    return linear_scan_ref(a_t.contiguous(), b)
+
+
+def _reset_layer_cases():
+    import torch
+
+    cases = []
+    for seed, (B, T, D, C) in [(51, (1, 6, 1, 1)), (52, (2, 16, 3, 4)), (53, (3, 13, 2, 5)),
+                               (54, (2, 1, 2, 3)), (55, (1, 100, 4, 2))]:
+        gen = torch.Generator().manual_seed(seed)
+        x = torch.randn(B, T, D, generator=gen, dtype=torch.float64)
+        a = 2 * torch.rand(C, generator=gen, dtype=torch.float64) - 1
+        W = torch.randn(D, C, generator=gen, dtype=torch.float64) / D ** 0.5
+        starts = torch.rand(B, T, generator=gen) < 0.2
+        starts[:, 0] = seed % 2 == 0          # a start at t = 1 changes nothing (h_0 = 0)
+        cases.append(Case((x, a, W, starts),
+                          show=f"float64, B, T = {B}, {T}, d_in = {D}, C = {C}, "
+                               f"{int(starts.sum())} starts"))
+    return cases
+
+
+exercise(
+    "ex-scans-layer", notebook=NB1, name="layer_with_resets",
+    signature="layer_with_resets(x, a, W, starts)",
+    reference=_reset_layer_reference,
+    cases=_reset_layer_cases,
+    difficulty=2,
+    hint="a transition a_t = 0 makes the state forget the past; build the transitions of all "
+         "steps as a tensor (B, T, C), equal to a except where a sequence starts, and scan.",
+)
+
+
+def _swapped_reference(a, b):
+    """What Hillis-Steele computes with every combine's operands swapped: step d writes
+    ``x_t o x_{t - 2^(d-1)}``, i.e. ``(a_t a_s, a_s b_t + b_s)``, into slot t, slot by slot."""
+    import torch
+
+    a, b = a.clone(), b.clone()
+    T, offset = a.shape[1], 1
+    while offset < T:
+        old_a, old_b = a.clone(), b.clone()
+        for t in range(offset, T):
+            s = t - offset
+            a[:, t] = old_a[:, t] * old_a[:, s]
+            b[:, t] = old_a[:, s] * old_b[:, t] + old_b[:, s]
+        offset *= 2
+    return a, b
+
+
+def _swapped_cases():
+    cases = []
+    for seed, (B, T, C) in [(61, (1, 6, 1)), (62, (2, 8, 3)), (63, (1, 13, 2)), (64, (2, 1, 1))]:
+        a, b, _, _ = _problem(seed, B, T, C, _float64())
+        cases.append(Case((a, b), show=f"float64, B, T, C = {B}, {T}, {C}"))
+    return cases
+
+
+exercise(
+    "ex-scans-swap", notebook=NB1, name="swapped_hillis_steele",
+    signature="swapped_hillis_steele(a, b)",
+    reference=_swapped_reference,
+    cases=_swapped_cases,
+    difficulty=1,
+    hint="copy hillis_steele_torch and exchange the roles of the two slices a[:, :-offset] "
+         "(the earlier slot) and a[:, offset:] (the later one) in the combine, for a and b.",
 )
 
 

@@ -39,7 +39,10 @@ from . import lds_modal_stack  # one mode through two layers of book/lds/03_moda
 from . import lr03_page  # read-stretch-write of book/lowrank/03_spectra
 from . import mem03_page  # the lags of reversal of book/memory/03_initialisation
 from . import scans01_page  # the chunked scan's three phases of book/scans/01_associative_scan
+from . import scans01b_page  # the Blelloch node and the Brent schedule of book/scans/01_associative_scan
 from . import lr06_page  # the tube of book/lowrank/06_closed_loop
+from . import ctr05_page  # the c axis and the ellipses of book/contraction/05_counterexamples
+from . import ctr03_page  # the three tests as regions, with the cast, of book/contraction/03_diagonal_metrics
 
 __all__ = ["FIGURES", "render", "render_both", "png_path", "write", "stale"]
 
@@ -48,9 +51,12 @@ FIGURES = {
     "scan_tree": (scans.scan_tree, "book/scans/figures/scan_tree.svg"),
     "backward_scan": (scans.backward_scan, "book/scans/figures/backward_scan.svg"),
     "scans01_chunked_phases": (scans01_page.chunked_phases, "book/scans/figures/chunked_phases.svg"),
+    "scans01b_blelloch_node": (scans01b_page.blelloch_node, "book/scans/figures/blelloch_node.svg"),
+    "scans01b_brent_gantt": (scans01b_page.brent_gantt, "book/scans/figures/brent_gantt.svg"),
     "kernel_layout": (scans.kernel_layout, "book/lds/figures/kernel_layout.svg"),
     "slope_box": (contraction.slope_box, "book/contraction/figures/slope_box.svg"),
-    "theorem7_ellipses": (contraction.theorem7_ellipses, "book/contraction/figures/theorem7_ellipses.svg"),
+    "ctr05_threshold_axis": (ctr05_page.threshold_axis, "book/contraction/figures/threshold_axis.svg"),
+    "ctr05_rotation_ellipses": (ctr05_page.rotation_ellipses, "book/contraction/figures/rotation_ellipses.svg"),
     "combo_net_blocks": (contraction.combo_net_blocks, "book/contraction/figures/combo_net_blocks.svg"),
     "euler_circle": (contraction.euler_circle, "book/contraction/figures/euler_circle.svg"),
     "metric_chain": (contraction.metric_chain, "book/contraction/figures/metric_chain.svg"),
@@ -93,6 +99,7 @@ FIGURES = {
     "memory_step_graph": (memory.step_graph, "book/memory/figures/step_graph.svg"),
     "mem03_reversal_lags": (mem03_page.reversal_lags, "book/memory/figures/reversal_lags.svg"),
     "lr06_tube": (lr06_page.compounding_tube, "book/lowrank/figures/compounding_tube.svg"),
+    "ctr03_test_venn": (ctr03_page.test_venn, "book/contraction/figures/test_venn.svg"),
 }
 """name -> (function returning a Figure, the SVG file it is saved to, relative
 to the repository root)."""

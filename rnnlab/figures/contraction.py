@@ -7,9 +7,6 @@ numerics (:mod:`rnnlab.theory`):
   the two-unit example ``W = [[0, -0.2], [4, 0]]`` in the page's hand-derived
   metric ``diag(1, 0.05)``, over
   the box of slopes ``[0, 1]^2``: concave, so its minimum is at a corner;
-* :func:`theorem7_ellipses` (``05_counterexamples``): the diagonal metrics that
-  work for each of Theorem 7's two slope patterns, as ellipses, below and
-  above the threshold ``c = 2``;
 * :func:`combo_net_blocks` (``06_networks_of_networks``): the assembly of three
   four-unit Theorem-1 modules of that page, ``W~``, the mask on ``B`` and
   ``L = B - M^-1 B^T M``;
@@ -29,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 __all__ = ["SLOPE_W", "SLOPE_METRIC", "CHAIN_WEIGHT", "CHAIN_LINKS", "EULER_ALPHA",
-           "slope_box", "theorem7_ellipses", "combo_net_blocks", "euler_circle", "metric_chain",
+           "slope_box", "combo_net_blocks", "euler_circle", "metric_chain",
            "certificate_levels"]
 
 SLOPE_W = ((0.0, -0.2), (4.0, 0.0))
@@ -105,53 +102,6 @@ def slope_box(n_grid=81):
     ax2.set_ylabel("rate λ(D)")
     ax2.set_title("concave along every segment: lowest at an end", fontsize=9)
     ax2.grid(alpha=0.3)
-    return fig
-
-
-def theorem7_ellipses(cs=(1.5, 3.0), ps=(0.35, 0.6, 1.0, 1.7, 2.9)):
-    """Unit balls of diagonal metrics diag(1, p), coloured by the slope pattern they serve."""
-    th = _theory()
-    D1, D2 = np.array([[1.0, 0.0]]), np.array([[0.0, 1.0]])
-    fig = Figure(figsize=(8.4, 4.4))
-    t = np.linspace(0, 2 * np.pi, 200)
-    for k, c in enumerate(cs):
-        ax = fig.add_axes((0.05 + 0.48 * k, 0.1, 0.42, 0.7))
-        W = np.array([[0.0, -c], [c, 0.0]])
-        for p in ps:
-            M = np.array([1.0, p])
-            ok1 = th.rate_in_metric(W, M, slopes=D1)[0] > 0
-            ok2 = th.rate_in_metric(W, M, slopes=D2)[0] > 0
-            color = _GREEN if ok1 and ok2 else _BLUE if ok1 else _ORANGE if ok2 else "#aaaaaa"
-            ls = "-" if ok1 or ok2 else ":"
-            ax.plot(np.cos(t), np.sin(t) / np.sqrt(p), color=color, ls=ls, lw=1.8 if ok1 and ok2 else 1.2)
-            ax.text(0.03, 1 / np.sqrt(p) + 0.05, f"p = {_num(p)}", fontsize=7, color=color)
-        # the D1 flow d' = (-I + W D1) d on the circle and on the tallest ellipse:
-        # red where it leaves the ellipse (d' . P d > 0), grey where it enters
-        J1 = -np.eye(2) + W * D1[0][None, :]
-        for p in (1.0, min(ps)):
-            for s in np.linspace(0, 2 * np.pi, 16, endpoint=False) + np.pi / 16:
-                d = np.array([np.cos(s), np.sin(s) / np.sqrt(p)])
-                v = J1 @ d
-                out = v @ (np.array([1.0, p]) * d) > 0
-                ax.add_patch(FancyArrowPatch(tuple(d), tuple(d + 0.15 * v), arrowstyle="-|>",
-                                             mutation_scale=9 if out else 7, lw=1.6 if out else 0.9,
-                                             color=_RED if out else "#888888"))
-        ax.set_aspect("equal")
-        ax.set_xlim(-1.9, 1.9)
-        ax.set_ylim(-1.9, 1.9)
-        ax.axhline(0, color="#bbbbbb", lw=0.6)
-        ax.axvline(0, color="#bbbbbb", lw=0.6)
-        ax.set_xticks([])
-        ax.set_yticks([])
-        lo1, hi2 = 4 / c**2, c**2 / 4
-        verdict = "the circle serves both" if c < 2 else "no ellipse serves both"
-        ax.set_title(f"c = {_num(c)}: D₁ needs p < {_num(lo1)}, D₂ needs p > {_num(hi2)}:\n{verdict}",
-                     fontsize=8.5)
-    handles = [Rectangle((0, 0), 1, 1, color=col) for col in (_BLUE, _ORANGE, _GREEN, "#aaaaaa")]
-    fig.legend(handles, ["works for D₁ = diag(1, 0) only", "for D₂ = diag(0, 1) only", "for both",
-                         "for neither"], loc="lower center", ncol=4, fontsize=8, frameon=False)
-    fig.text(0.5, 0.95, "unit balls {δ : δ₁² + p δ₂² ≤ 1} of the metrics diag(1, p); arrows: the flow"
-             " of D₁, red where it leaves", ha="center", fontsize=9)
     return fig
 
 

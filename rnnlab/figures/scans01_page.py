@@ -56,9 +56,9 @@ def chunked_phases(n=CHUNK_N, p=CHUNK_P):
         first, last = c * L + 1, (c + 1) * L
         box(ax, 0.8, y, 1.4, 0.62, f"$x_{{{first}}} \\circ \\cdots \\circ x_{{{last}}}$", fc=BLUE)
         arrow(ax, (1.52, y), (1.95, y))
-        box(ax, 2.45, y, 0.95, 0.62, f"$T_{{{c + 1}}}$", fc=ORANGE)
+        box(ax, 2.45, y, 0.95, 0.62, f"$S_{{{c + 1}}}$", fc=ORANGE)
         arrow(ax, (2.95, y), (3.55, y))
-        carry = "none" if c == 0 else "$" + " \\circ ".join(f"T_{{{i}}}" for i in range(1, c + 1)) + "$"
+        carry = "none" if c == 0 else "$" + " \\circ ".join(f"S_{{{i}}}" for i in range(1, c + 1)) + "$"
         box(ax, 4.6, y, 1.4, 0.62, carry, fc="white" if c == 0 else ORANGE)
         arrow(ax, (5.33, y - 0.0), (5.95, y))
         again = f"$x_{{{first}}} \\circ \\cdots$" if c == 0 else f"carry $\\circ\\, x_{{{first}}} \\circ \\cdots$"

@@ -408,7 +408,7 @@ def table2_parameter_counts(vocab=128, value_size=256, embedding_size=64):
       329,728, without the embedding that the Stack/Queue and DeQue figures need to round right: 6.58e5
       and 9.87e5 without it, 6.7e5 and 1.0e6 with it); LSTM-2 at 256 (ours 9.38e5; the paper's 9.1e5 lies
       between the plain stack's 8.73e5 and the skip-connected 9.38e5); LSTM-4 at 512 (ours 7.90e6, paper
-      7.8e6, 1.3% off; the plain stack would give 7.5e6).
+      7.8e6, 1.2% off; the plain stack would give 7.5e6).
 
     So the paper's counts are consistent with a 64-dimensional embedding (it is a 1-5% term everywhere)
     and are dominated by the LSTM's input and recurrent weights; its memory models' extra parameters are
